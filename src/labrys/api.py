@@ -1,0 +1,155 @@
+"""The Python API: ``labrys.load`` and the :class:`Module` it returns."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from .backends.interp import Interpreter, Slots
+from .errors import LabrysError, Source
+from .ir import nodes as ir
+from .ir.names import Name, erase_types, show_name
+from .ir.types import TTuple, Type
+from .syntax.parser import parse_expr, parse_name, parse_program, parse_type
+from .syntax.printer import show_decl, show_program
+from .syntax.sexpr import read
+from .types.checker import CheckedProgram, Functions, Signature, check_expr, check_program
+from .util.deep import run_deep
+from .values import PrimError, from_python, to_python
+
+
+def load(path_or_text: str | os.PathLike, *, name: str | None = None) -> "Module":
+    """Parse and type-check a `.ks` file (a path) or `.ks` source text."""
+    text, filename = _read_source(path_or_text)
+    return Module(check_program(parse_program(text, name or filename)))
+
+
+def _read_source(path_or_text: str | os.PathLike) -> tuple[str, str]:
+    if isinstance(path_or_text, os.PathLike) or (
+            isinstance(path_or_text, str) and "(" not in path_or_text and path_or_text.strip()):
+        path = Path(path_or_text)
+        try:
+            return path.read_text(encoding="utf-8"), str(path)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise LabrysError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    return str(path_or_text), "<string>"
+
+
+class Function:
+    """The overloads of one function name in a module; call it like a Python function.
+
+    ``f(x, y)`` picks the overload whose argument type accepts the values;
+    ``f["(Tuple Float Float)"]`` (or ``f[type]``) selects one explicitly.
+    """
+
+    def __init__(self, module: "Module", name: Name, sigs: list[Signature]):
+        self.module, self.name, self.sigs = module, name, sigs
+
+    def __getitem__(self, arg_type: str | Type) -> "Function":
+        t = parse_type(read(Source("<type>", arg_type))[0]) if isinstance(arg_type, str) else arg_type
+        sigs = [s for s in self.sigs if s.arg == t]
+        if not sigs:
+            raise LabrysError(f"{show_name(self.name)} has no overload for argument type {t}")
+        return Function(self.module, self.name, sigs)
+
+    def __call__(self, *args: Any) -> Any:
+        errors = []
+        for sig in self.sigs:
+            try:
+                value = from_python(args[0] if len(args) == 1 else tuple(args), sig.arg,
+                                    f"argument of {show_name(sig.name)}")
+            except PrimError as exc:
+                errors.append(str(exc))
+                continue
+            return to_python(self.module.interpreter.call(sig, value))
+        raise LabrysError(errors[0] if len(errors) == 1 else
+                          f"no overload of {show_name(self.name)} accepts these arguments: " + "; ".join(errors))
+
+    @property
+    def signature(self) -> str:
+        return "; ".join(f"{show_name(s.name)} : {s.arg} -> {s.ret}" for s in self.sigs)
+
+    def __repr__(self) -> str:
+        return f"<labrys function {self.signature}>"
+
+
+class Module:
+    """A checked program, ready to run."""
+
+    def __init__(self, checked: CheckedProgram):
+        self.checked = checked
+        self.externals: dict[Any, Callable] = {}
+        self.interpreter = Interpreter(checked, self.externals)
+
+    @property
+    def program(self) -> ir.Program:
+        return self.checked.program
+
+    def function(self, name: str | Name) -> Function:
+        """The function called ``name`` (``"f"``, ``"[rev f]"``, ``"[f Float]"``)."""
+        parsed = parse_name(read(Source("<name>", name))[0]) if isinstance(name, str) else name
+        sigs = self.checked.functions.candidates(parsed)
+        if not isinstance(parsed, str):
+            sigs = [s for s in sigs if self.checked.functions.resolve(parsed, s.arg) is s]
+        if not sigs:
+            raise LabrysError(f"no function named {show_name(parsed)} in this module")
+        return Function(self, parsed, sigs)
+
+    __getitem__ = function
+
+    def __getattr__(self, name: str) -> Function:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            return self.function(name)
+        except LabrysError as exc:
+            raise AttributeError(str(exc)) from None
+
+    def names(self) -> list[str]:
+        return [show_name(k) for k in self.checked.functions.groups]
+
+    def implement(self, name: str, fn: Callable[..., Any]) -> None:
+        """Supply a Python implementation for an edef'd function."""
+        f = self.function(name)
+        for sig in f.sigs:
+            if not isinstance(sig.decl, ir.Edef):
+                raise LabrysError(f"{show_name(sig.name)} is not an edef")
+            self.externals[sig.name] = _external(fn, sig)
+        self.interpreter.cells.clear()
+
+    def source(self, name: str | None = None) -> str:
+        """`.ks` text of the whole module, or of the definitions of one function."""
+        if name is None:
+            return show_program(self.program)
+        key = erase_types(self.function(name).name)
+        return "\n\n".join(show_decl(d) for d in self.program.decls
+                           if isinstance(d, (ir.Def, ir.Edef, ir.Gdef)) and erase_types(d.name) == key)
+
+    def run_main(self) -> Any:
+        return self.function("main")()
+
+    def __str__(self) -> str:
+        return show_program(self.program)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+
+def _external(fn: Callable[..., Any], sig: Signature) -> Callable[[Any], Any]:
+    spread = isinstance(sig.arg, TTuple)
+
+    def call(arg: Any) -> Any:
+        out = fn(*arg) if spread else fn(arg)
+        return from_python(out, sig.ret, f"result of {show_name(sig.name)}")
+    return call
+
+
+def evaluate(text: str, module: Module | None = None, expected: Type | None = None,
+             filename: str = "<expr>") -> Any:
+    """Evaluate a closed `.ks` expression (optionally in a module's scope)."""
+    functions = module.checked.functions if module else Functions()
+    e = check_expr(parse_expr(text, filename), functions)
+    if expected is not None and e.type != expected:
+        raise LabrysError(f"expected a value of type {expected}, got {e.type}", e.span)
+    interp = module.interpreter if module else Interpreter(CheckedProgram(ir.Program(()), functions))
+    return run_deep(lambda: interp.compile(e, Slots())([]))

@@ -1,0 +1,246 @@
+"""The reference interpreter: strict, call-by-value (LANGUAGE.md §7).
+
+Each typed function body is compiled once into nested Python closures over
+a frame (a list of slots fixed at compile time): variables become slot reads,
+primitives are specialised to their static argument types, let-chains run as
+a loop.  Lambdas are flat closures that copy their free variables.  Every
+primitive call adds its cost to the op-count meter
+(:data:`labrys.prelude.registry.METER`).
+"""
+from __future__ import annotations
+
+from operator import itemgetter
+from typing import Any, Callable
+
+from ..errors import LabrysError, Span
+from ..ir import nodes as ir
+from ..ir.names import Name, show_name
+from ..ir.traverse import free_vars
+from ..prelude import Primitive
+from ..prelude.registry import METER
+from ..types.checker import CheckedProgram, Signature
+from ..util.deep import deep
+from ..values import Inj, PrimError
+
+Frame = list
+Code = Callable[[Frame], Any]
+
+
+class Slots:
+    """Static slot allocation for one frame."""
+
+    def __init__(self, names: tuple[str, ...] = ()) -> None:
+        self.count = 0
+        self.scope: dict[str, list[int]] = {}
+        for n in names:
+            self.bind(n)
+
+    def bind(self, name: str) -> int:
+        k, self.count = self.count, self.count + 1
+        self.scope.setdefault(name, []).append(k)
+        return k
+
+    def unbind(self, name: str) -> None:
+        self.scope[name].pop()
+
+    def __getitem__(self, name: str) -> int:
+        return self.scope[name][-1]
+
+
+class Interpreter:
+    """Runs a checked program; ``externals`` implement edef'd functions."""
+
+    def __init__(self, checked: CheckedProgram, externals: dict[Any, Callable] | None = None,
+                 derived: Callable[[Signature], Callable] | None = None) -> None:
+        self.functions = checked.functions
+        self.typed = {(d.name, d.arg_type): d for d in checked.program.decls if isinstance(d, ir.Def)}
+        self.externals = externals if externals is not None else {}
+        self.derived = derived
+        self.cells: dict[int, list] = {}
+
+    # --- functions ----------------------------------------------------------
+
+    def cell(self, sig: Signature) -> list:
+        """A one-element list holding ``sig``'s compiled code (compiled on first use)."""
+        key = id(sig)
+        if key not in self.cells:
+            self.cells[key] = [None]
+            self.cells[key][0] = self._lazy(sig)
+        return self.cells[key]
+
+    def _lazy(self, sig: Signature) -> Callable:
+        def first_call(arg):
+            fn = self.compile_function(sig)
+            self.cells[id(sig)][0] = fn
+            return fn(arg)
+        return first_call
+
+    def compile_function(self, sig: Signature) -> Callable[[Any], Any]:
+        d = sig.decl
+        if isinstance(d, ir.Def):
+            return self.compile_def(self.typed[(d.name, d.arg_type)])
+        if isinstance(d, ir.Edef):
+            impl = self.externals.get(sig.name) or self.externals.get(show_name(sig.name))
+            if impl is None:
+                def missing(_arg):
+                    raise LabrysError(f"edef '{show_name(sig.name)}' has no implementation "
+                                      "(supply one with Module.implement)", d.span)
+                return missing
+            return impl
+        if self.derived is not None:
+            return self.derived(sig)
+        def unavailable(_arg):
+            raise LabrysError(f"derivation '{d.derivation}' is not available", d.span)
+        return unavailable
+
+    def compile_def(self, d: ir.Def) -> Callable[[Any], Any]:
+        names = tuple(p.name for p in d.params)
+        slots = Slots(names)
+        body = self.compile(d.body, slots)
+        size = slots.count
+        if len(names) == 1:
+            def run1(arg):
+                frame = [None] * size
+                frame[0] = arg
+                return body(frame)
+            return run1
+        k = len(names)
+
+        def run(arg):
+            frame = list(arg) + [None] * (size - k)
+            return body(frame)
+        return run
+
+    @deep
+    def call(self, sig: Signature, arg: Any) -> Any:
+        return self.cell(sig)[0](arg)
+
+    # --- expressions: one case per construct --------------------------------
+
+    def compile(self, e: ir.Expr, slots: Slots) -> Code:
+        match e:
+            case ir.Const(value):
+                return lambda fr: value
+            case ir.Var(name):
+                return itemgetter(slots[name])
+            case ir.Call(func, arg):
+                return self.compile_call(e, func, self.compile(arg, slots))
+            case ir.App(func, arg):
+                f, a = self.compile(func, slots), self.compile(arg, slots)
+                return lambda fr: f(fr)(a(fr))
+            case ir.Lam(var, _, body):
+                return self.compile_lam(e, slots)
+            case ir.Let():
+                return self.compile_let(e, slots)
+            case ir.If(cond, then, orelse):
+                c, t, f = (self.compile(x, slots) for x in (cond, then, orelse))
+                return lambda fr: t(fr) if c(fr) else f(fr)
+            case ir.Tuple(elems):
+                fs = [self.compile(x, slots) for x in elems]
+                if len(fs) == 2:
+                    a, b = fs
+                    return lambda fr: (a(fr), b(fr))
+                return lambda fr: tuple([f(fr) for f in fs])
+            case ir.Get(i, _, arg):
+                a = self.compile(arg, slots)
+                return lambda fr: a(fr)[i - 1]
+            case ir.Assert(cond, body):
+                return self.compile_assert(e, self.compile(cond, slots), self.compile(body, slots))
+            case ir.Inj(left, _, arg):
+                a = self.compile(arg, slots)
+                return lambda fr: Inj(left, a(fr))
+            case ir.Case(scrut, lv, lb, rv, rb):
+                s = self.compile(scrut, slots)
+                lk, l_ = self._under(slots, lv, lb)
+                rk, r_ = self._under(slots, rv, rb)
+
+                def case(fr):
+                    v = s(fr)
+                    if v.left:
+                        fr[lk] = v.value
+                        return l_(fr)
+                    fr[rk] = v.value
+                    return r_(fr)
+                return case
+            case ir.FnRef(func):
+                cell = self.cell(self.functions.by_name(func))
+                return lambda fr: lambda x: cell[0](x)
+        raise TypeError(f"not an expression: {e!r}")
+
+    def _under(self, slots: Slots, name: str, body: ir.Expr) -> tuple[int, Code]:
+        k = slots.bind(name)
+        try:
+            return k, self.compile(body, slots)
+        finally:
+            slots.unbind(name)
+
+    def compile_call(self, e: ir.Call, func: Name, arg: Code) -> Code:
+        target = self.functions.resolve(func, e.arg.type)
+        span = e.span
+        if isinstance(target, Signature):
+            cell = self.cell(target)
+            return lambda fr: cell[0](arg(fr))
+        return _prim_call(target, target.impl(e.arg.type), arg, span)
+
+    def compile_lam(self, e: ir.Lam, slots: Slots) -> Code:
+        captured = sorted(free_vars(e))
+        outer = [slots[n] for n in captured]
+        inner = Slots(tuple(captured) + (e.var,))
+        body = self.compile(e.body, inner)
+        extra = inner.count - len(captured) - 1
+
+        def make(fr):
+            caps = [fr[k] for k in outer]
+            return lambda x: body(caps + [x] + [None] * extra)
+        return make
+
+    def compile_let(self, e: ir.Let, slots: Slots) -> Code:
+        steps: list[tuple[Any, Code]] = []
+        bound: list[str] = []
+        while isinstance(e, ir.Let):
+            rhs = self.compile(e.rhs, slots)
+            if isinstance(e.binder, str):
+                steps.append((slots.bind(e.binder), rhs))
+            else:
+                steps.append((tuple(slots.bind(n) for n in e.binder), rhs))
+            bound.extend(e.names)
+            e = e.body
+        body = self.compile(e, slots)
+        for n in bound:
+            slots.unbind(n)
+
+        def run(fr):
+            for target, rhs in steps:
+                v = rhs(fr)
+                if target.__class__ is int:
+                    fr[target] = v
+                else:
+                    for k, x in zip(target, v):
+                        fr[k] = x
+            return body(fr)
+        return run
+
+    def compile_assert(self, e: ir.Assert, cond: Code, body: Code) -> Code:
+        span = e.cond.span or e.span
+
+        def check(fr):
+            if not cond(fr):
+                raise LabrysError("assertion failed", span)
+            return body(fr)
+        return check
+
+
+def _prim_call(prim: Primitive, impl: Callable, arg: Code, span: Span | None) -> Code:
+    ops = prim.ops
+    meter = METER
+
+    def run(fr):
+        a = arg(fr)
+        try:
+            r = impl(a)
+        except PrimError as exc:
+            raise LabrysError(f"{prim.name}: {exc}" if not str(exc).startswith(prim.name) else str(exc),
+                              span) from None
+        meter.ops += ops(r, a)
+        return r
+    return run

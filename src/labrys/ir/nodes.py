@@ -1,0 +1,233 @@
+"""The immutable IR shared by every pass and backend.
+
+Expressions are frozen dataclasses.  Two fields are left out of equality and
+hashing: ``type`` (filled in by the type checker, see
+:mod:`labrys.types.checker`) and ``span`` (where the node came from), so
+``parse(print(p)) == p`` holds "up to spans" by construction.
+
+A call ``(f a b)`` has ONE argument, the tuple ``(tuple a b)``
+(LANGUAGE.md §3); ``(f)`` has the unit tuple.  A call of a local variable of
+``Lam`` type is an :class:`App`; the parser tells the two apart by scope.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import Span
+from .names import Name
+from .types import BOOL, FLOAT, INTEGER, STRING, TSum, Type
+
+_meta = dict(default=None, compare=False, repr=False, kw_only=True)
+
+
+class Expr:
+    __slots__ = ()
+    type: Type | None
+    span: Span | None
+
+
+@dataclass(frozen=True, slots=True)
+class Const(Expr):
+    value: float | int | bool | str
+    ctype: Type  # part of equality: 1, 1.0 and True are equal in Python
+    type: Type | None = field(**_meta)
+    span: Span | None = field(**_meta)
+
+
+@dataclass(frozen=True, slots=True)
+class Var(Expr):
+    name: str
+    type: Type | None = field(**_meta)
+    span: Span | None = field(**_meta)
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Expr):
+    """Call of a top-level function or primitive ``func`` on one argument."""
+
+    func: Name
+    arg: Expr
+    type: Type | None = field(**_meta)
+    span: Span | None = field(**_meta)
+
+
+@dataclass(frozen=True, slots=True)
+class App(Expr):
+    """Application of a first-class function value (LANGUAGE.md §7)."""
+
+    func: Expr
+    arg: Expr
+    type: Type | None = field(**_meta)
+    span: Span | None = field(**_meta)
+
+
+@dataclass(frozen=True, slots=True)
+class Lam(Expr):
+    var: str
+    var_type: Type
+    body: Expr
+    type: Type | None = field(**_meta)
+    span: Span | None = field(**_meta)
+
+
+@dataclass(frozen=True, slots=True)
+class Let(Expr):
+    """``let x = rhs in body``, or with a tuple pattern ``(x y z)``."""
+
+    binder: str | tuple[str, ...]
+    rhs: Expr
+    body: Expr
+    type: Type | None = field(**_meta)
+    span: Span | None = field(**_meta)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.binder,) if isinstance(self.binder, str) else self.binder
+
+
+@dataclass(frozen=True, slots=True)
+class If(Expr):
+    cond: Expr
+    then: Expr
+    orelse: Expr
+    type: Type | None = field(**_meta)
+    span: Span | None = field(**_meta)
+
+
+@dataclass(frozen=True, slots=True)
+class Tuple(Expr):
+    elems: tuple[Expr, ...]
+    type: Type | None = field(**_meta)
+    span: Span | None = field(**_meta)
+
+
+@dataclass(frozen=True, slots=True)
+class Get(Expr):
+    """``get$index$size``: 1-based projection out of a ``size``-tuple."""
+
+    index: int
+    size: int
+    arg: Expr
+    type: Type | None = field(**_meta)
+    span: Span | None = field(**_meta)
+
+
+@dataclass(frozen=True, slots=True)
+class Assert(Expr):
+    cond: Expr
+    body: Expr
+    type: Type | None = field(**_meta)
+    span: Span | None = field(**_meta)
+
+
+@dataclass(frozen=True, slots=True)
+class Inj(Expr):
+    """``(inl (Sum A B) e)`` when ``left``, else ``(inr (Sum A B) e)``."""
+
+    left: bool
+    sum_type: TSum
+    arg: Expr
+    type: Type | None = field(**_meta)
+    span: Span | None = field(**_meta)
+
+
+@dataclass(frozen=True, slots=True)
+class Case(Expr):
+    scrut: Expr
+    left_var: str
+    left_body: Expr
+    right_var: str
+    right_body: Expr
+    type: Type | None = field(**_meta)
+    span: Span | None = field(**_meta)
+
+
+@dataclass(frozen=True, slots=True)
+class FnRef(Expr):
+    """``(fn NAME)``: a top-level function as a first-class value."""
+
+    func: Name
+    type: Type | None = field(**_meta)
+    span: Span | None = field(**_meta)
+
+
+# --- declarations -----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    name: str
+    type: Type
+    span: Span | None = field(**_meta)
+
+
+def params_type(params: tuple[Param, ...]) -> Type:
+    """One parameter has its own type; zero or several make a tuple (§3)."""
+    from .types import TTuple
+
+    return params[0].type if len(params) == 1 else TTuple(tuple(p.type for p in params))
+
+
+@dataclass(frozen=True, slots=True)
+class Def:
+    name: Name
+    ret: Type
+    params: tuple[Param, ...]
+    body: Expr
+    span: Span | None = field(**_meta)
+
+    @property
+    def arg_type(self) -> Type:
+        return params_type(self.params)
+
+
+@dataclass(frozen=True, slots=True)
+class Edef:
+    name: Name
+    ret: Type
+    arg_type: Type
+    span: Span | None = field(**_meta)
+
+
+@dataclass(frozen=True, slots=True)
+class Gdef:
+    derivation: str
+    name: Name  # usually [f T]
+    span: Span | None = field(**_meta)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    name: str
+    params: tuple[Param, ...]
+    lhs: Expr
+    rhs: Expr
+    span: Span | None = field(**_meta)
+
+
+Decl = Def | Edef | Gdef | Rule
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    decls: tuple[Decl, ...]
+
+
+# --- smart constructors -----------------------------------------------------
+
+_CONST_TYPES = {bool: BOOL, int: INTEGER, float: FLOAT, str: STRING}
+
+
+def const(value: float | int | bool | str, span: Span | None = None) -> Const:
+    t = _CONST_TYPES[type(value)]
+    return Const(value, t, type=t, span=span)
+
+
+def call(func: Name, *args: Expr, span: Span | None = None) -> Call:
+    """``call(f, a, b)`` is ``(f a b)``: several arguments make one tuple."""
+    return Call(func, args[0] if len(args) == 1 else Tuple(tuple(args)), span=span)
+
+
+def call_args(e: Call) -> tuple[Expr, ...]:
+    """The arguments as written: a tuple argument is spread."""
+    return e.arg.elems if isinstance(e.arg, Tuple) else (e.arg,)

@@ -1,0 +1,244 @@
+"""IR utilities written once for every pass: children, free variables,
+fresh names, capture-avoiding substitution, alpha-equivalence.
+
+All of them are structural recursion over :func:`children` / :func:`rebuild`;
+public entry points run under :func:`~labrys.util.deep.deep` (Note [Deep
+programs]).
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Callable, Iterable
+
+from ..util.deep import deep
+from .nodes import (App, Assert, Call, Case, Const, Expr, FnRef, Get, If, Inj, Lam, Let,
+                    Tuple, Var)
+
+Binders = tuple[str, ...]
+
+
+def children(e: Expr) -> tuple[tuple[Expr, Binders], ...]:
+    """Each child with the variables the node binds around it."""
+    match e:
+        case Const() | Var() | FnRef():
+            return ()
+        case Call(_, arg) | Get(_, _, arg) | Inj(_, _, arg):
+            return ((arg, ()),)
+        case App(f, arg):
+            return ((f, ()), (arg, ()))
+        case Lam(v, _, body):
+            return ((body, (v,)),)
+        case Let(_, rhs, body):
+            return ((rhs, ()), (body, e.names))
+        case If(c, t, f):
+            return ((c, ()), (t, ()), (f, ()))
+        case Tuple(elems):
+            return tuple((x, ()) for x in elems)
+        case Assert(c, body):
+            return ((c, ()), (body, ()))
+        case Case(s, lv, lb, rv, rb):
+            return ((s, ()), (lb, (lv,)), (rb, (rv,)))
+    raise TypeError(f"not an expression: {e!r}")
+
+
+def rebuild(e: Expr, kids: list[Expr]) -> Expr:
+    """``e`` with its children replaced (same order as :func:`children`)."""
+    meta = dict(type=e.type, span=e.span)
+    match e:
+        case Const() | Var() | FnRef():
+            return e
+        case Call(f, _):
+            return Call(f, kids[0], **meta)
+        case Get(i, n, _):
+            return Get(i, n, kids[0], **meta)
+        case Inj(left, t, _):
+            return Inj(left, t, kids[0], **meta)
+        case App():
+            return App(kids[0], kids[1], **meta)
+        case Lam(v, t, _):
+            return Lam(v, t, kids[0], **meta)
+        case Let(b, _, _):
+            return Let(b, kids[0], kids[1], **meta)
+        case If():
+            return If(kids[0], kids[1], kids[2], **meta)
+        case Tuple():
+            return Tuple(tuple(kids), **meta)
+        case Assert():
+            return Assert(kids[0], kids[1], **meta)
+        case Case(_, lv, _, rv, _):
+            return Case(kids[0], lv, kids[1], rv, kids[2], **meta)
+    raise TypeError(f"not an expression: {e!r}")
+
+
+def _free(e: Expr, acc: set[str], bound: dict[str, int]) -> None:
+    if isinstance(e, Var):
+        if not bound.get(e.name):
+            acc.add(e.name)
+        return
+    for child, binders in children(e):
+        for b in binders:
+            bound[b] = bound.get(b, 0) + 1
+        _free(child, acc, bound)
+        for b in binders:
+            bound[b] -= 1
+
+
+@deep
+def free_vars(e: Expr) -> set[str]:
+    acc: set[str] = set()
+    _free(e, acc, {})
+    return acc
+
+
+def _all_names(e: Expr, acc: set[str]) -> None:
+    if isinstance(e, Var):
+        acc.add(e.name)
+    for child, binders in children(e):
+        acc.update(binders)
+        _all_names(child, acc)
+
+
+@deep
+def all_names(e: Expr) -> set[str]:
+    """Every variable name bound or used anywhere in ``e``."""
+    acc: set[str] = set()
+    _all_names(e, acc)
+    return acc
+
+
+class FreshNames:
+    """Generates names ``base$N`` distinct from each other and from ``avoid``."""
+
+    def __init__(self, avoid: Iterable[str] = ()):
+        self.taken = set(avoid)
+        self.counter = itertools.count(1)
+
+    def __call__(self, base: str = "t") -> str:
+        stem = base.split("$")[0] if "$" in base and base.split("$")[-1].isdigit() else base
+        while True:
+            name = f"{stem}${next(self.counter)}"
+            if name not in self.taken:
+                self.taken.add(name)
+                return name
+
+    def avoid(self, names: Iterable[str]) -> None:
+        self.taken.update(names)
+
+
+def _subst(e: Expr, sub: dict[str, Expr], sub_fv: set[str], fresh: FreshNames) -> Expr:
+    if isinstance(e, Var):
+        return sub.get(e.name, e)
+    if not sub:
+        return e
+    kids = []
+    renames: dict[str, str] = {}
+    for child, binders in children(e):
+        inner = sub
+        if binders:
+            inner = {k: v for k, v in sub.items() if k not in binders}
+            for b in binders:  # rename a binder that would capture
+                if b in sub_fv and inner:
+                    renames[b] = renames.get(b) or fresh(b)
+            if renames:
+                inner = {**inner, **{b: Var(n, type=None) for b, n in renames.items() if b in binders}}
+        kids.append(_subst(child, inner, sub_fv, fresh))
+    out = rebuild(e, kids)
+    return _rename_binders(out, renames) if renames else out
+
+
+def _rename_binders(e: Expr, renames: dict[str, str]) -> Expr:
+    r = lambda v: renames.get(v, v)  # noqa: E731
+    meta = dict(type=e.type, span=e.span)
+    match e:
+        case Lam(v, t, body):
+            return Lam(r(v), t, body, **meta)
+        case Let(b, rhs, body):
+            return Let(r(b) if isinstance(b, str) else tuple(map(r, b)), rhs, body, **meta)
+        case Case(s, lv, lb, rv, rb):
+            return Case(s, r(lv), lb, r(rv), rb, **meta)
+    return e
+
+
+@deep
+def substitute(e: Expr, sub: dict[str, Expr], fresh: FreshNames | None = None) -> Expr:
+    """Capture-avoiding ``e[x := sub[x]]``; binders that would capture a free
+    variable of a substituted expression are renamed apart."""
+    sub_fv: set[str] = set()
+    for v in sub.values():
+        sub_fv |= free_vars(v)
+    if fresh is None:
+        fresh = FreshNames(all_names(e) | sub_fv | set(sub))
+    return _subst(e, sub, sub_fv, fresh)
+
+
+def _alpha(a: Expr, b: Expr, env_a: dict[str, int], env_b: dict[str, int], depth: int) -> bool:
+    """``env_x`` maps a bound name to the depth of its binder (mutated, restored)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, Var):
+        da, db = env_a.get(a.name), env_b.get(b.name)
+        return da == db and (da is not None or a.name == b.name)
+    if not _same_head(a, b):
+        return False
+    ka, kb = children(a), children(b)
+    if len(ka) != len(kb):
+        return False
+    for (ca, ba), (cb, bb) in zip(ka, kb):
+        if len(ba) != len(bb):
+            return False
+        saved = [(n, env_a.get(n)) for n in ba], [(n, env_b.get(n)) for n in bb]
+        for i, (na, nb) in enumerate(zip(ba, bb)):
+            env_a[na] = env_b[nb] = depth + i
+        ok = _alpha(ca, cb, env_a, env_b, depth + len(ba))
+        for env, old in zip((env_a, env_b), saved):
+            for n, v in reversed(old):
+                if v is None:
+                    env.pop(n, None)
+                else:
+                    env[n] = v
+        if not ok:
+            return False
+    return True
+
+
+def _same_head(a: Expr, b: Expr) -> bool:
+    """Equal apart from children and binder names."""
+    match a:
+        case Const():
+            return a == b
+        case Call(f, _) | FnRef(f):
+            return f == b.func
+        case Get(i, n, _):
+            return (i, n) == (b.index, b.size)
+        case Inj(left, t, _):
+            return (left, t) == (b.left, b.sum_type)
+        case Lam(_, t, _):
+            return t == b.var_type
+        case Let(binder, _, _):
+            return isinstance(binder, str) == isinstance(b.binder, str)
+    return True
+
+
+@deep
+def alpha_equal(a: Expr, b: Expr) -> bool:
+    """Equality up to renaming of bound variables."""
+    return _alpha(a, b, {}, {}, 0)
+
+
+@deep
+def map_bottom_up(e: Expr, f: Callable[[Expr], Expr]) -> Expr:
+    """Rebuild ``e`` applying ``f`` to every node after its children."""
+
+    def go(x: Expr) -> Expr:
+        kids = children(x)
+        if kids:
+            x = rebuild(x, [go(c) for c, _ in kids])
+        return f(x)
+
+    return go(e)
+
+
+@deep
+def size(e: Expr) -> int:
+    """Number of nodes: the measure rewriters and tests use."""
+    return 1 + sum(size(c) for c, _ in children(e))

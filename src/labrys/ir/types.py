@@ -1,0 +1,107 @@
+"""The types of the `.ks` language (LANGUAGE.md §2), as immutable values.
+
+``Vec T`` is ``Tensor 1 T``; both print as written in Knossos programs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class Type:
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return show_type(self)
+
+
+@dataclass(frozen=True, slots=True)
+class TBase(Type):
+    name: str  # "Float" | "Integer" | "Bool" | "String"
+
+    __str__ = Type.__str__
+
+
+@dataclass(frozen=True, slots=True)
+class TTuple(Type):
+    elems: tuple[Type, ...]
+
+    __str__ = Type.__str__
+
+
+@dataclass(frozen=True, slots=True)
+class TTensor(Type):
+    rank: int
+    elem: Type
+
+    __str__ = Type.__str__
+
+
+@dataclass(frozen=True, slots=True)
+class TLam(Type):
+    arg: Type
+    res: Type
+
+    __str__ = Type.__str__
+
+
+@dataclass(frozen=True, slots=True)
+class TLM(Type):
+    """A linear map ``src ⊸ dst`` (seed 000 §2)."""
+
+    src: Type
+    dst: Type
+
+    __str__ = Type.__str__
+
+
+@dataclass(frozen=True, slots=True)
+class TSum(Type):
+    left: Type
+    right: Type
+
+    __str__ = Type.__str__
+
+
+FLOAT = TBase("Float")
+INTEGER = TBase("Integer")
+BOOL = TBase("Bool")
+STRING = TBase("String")
+UNIT = TTuple(())
+BASE_TYPES = {t.name: t for t in (FLOAT, INTEGER, BOOL, STRING)}
+
+
+def Vec(elem: Type) -> TTensor:
+    return TTensor(1, elem)
+
+
+def Tuple(*elems: Type) -> TTuple:
+    return TTuple(tuple(elems))
+
+
+def show_type(t: Type) -> str:
+    """Print a type in `.ks` syntax (parenthesised unless atomic)."""
+    match t:
+        case TBase(name):
+            return name
+        case TTuple(elems):
+            return "(Tuple" + "".join(" " + show_type(e) for e in elems) + ")"
+        case TTensor(1, elem):
+            return f"(Vec {show_type(elem)})"
+        case TTensor(rank, elem):
+            return f"(Tensor {rank} {show_type(elem)})"
+        case TLam(arg, res):
+            return f"(Lam {show_type(arg)} {show_type(res)})"
+        case TLM(src, dst):
+            return f"(LM {show_type(src)} {show_type(dst)})"
+        case TSum(left, right):
+            return f"(Sum {show_type(left)} {show_type(right)})"
+    raise TypeError(f"not a type: {t!r}")
+
+
+def is_scalar(t: Type) -> bool:
+    return t == FLOAT or t == INTEGER
+
+
+def tensor_elem_float(t: Type) -> bool:
+    """``Tensor N Float`` — the types stored as float64 ndarrays."""
+    return isinstance(t, TTensor) and t.elem == FLOAT

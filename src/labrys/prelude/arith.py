@@ -1,0 +1,279 @@
+"""Arithmetic, comparison and logic primitives; elementwise on tensors and
+tuples (LANGUAGE.md §5), plus the tangent-space operations ``ts_*``."""
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any, Callable
+
+import numpy as np
+
+from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TBase, TTensor, TTuple, Type
+from ..values import DeltaVec, PrimError, dense, make_vec, numel
+from .registry import args_of, primitive, spread
+
+Op2 = Callable[[Any, Any], Any]
+
+
+def is_numeric(t: Type) -> bool:
+    """Float, Integer, and tensors and tuples built from them."""
+    match t:
+        case TBase(name):
+            return name in ("Float", "Integer")
+        case TTensor(_, elem):
+            return is_numeric(elem)
+        case TTuple(elems):
+            return all(map(is_numeric, elems))
+    return False
+
+
+def is_float_struct(t: Type) -> bool:
+    """Types a Float can scale: Float, and tensors and tuples of them."""
+    match t:
+        case TTensor(_, elem):
+            return is_float_struct(elem)
+        case TTuple(elems):
+            return all(map(is_float_struct, elems))
+    return t == FLOAT
+
+
+def _same_shape(name: str, a: np.ndarray, b: np.ndarray) -> None:
+    if a.shape != b.shape:
+        raise PrimError(f"{name}: tensor sizes differ ({_shape(a)} and {_shape(b)})")
+
+
+def _shape(a: np.ndarray) -> str:
+    return str(a.shape[0]) if a.ndim == 1 else "x".join(map(str, a.shape))
+
+
+def lift2(name: str, t: Type, scalar: Callable[[Type], Op2], array: Op2) -> Op2:
+    """The binary elementwise operation ``name`` at type ``t``."""
+    match t:
+        case TBase():
+            return scalar(t)
+        case TTensor(_, TBase("Float")):
+            def on_arrays(a, b):
+                a, b = dense(a), dense(b)
+                _same_shape(name, a, b)
+                with np.errstate(all="ignore"):
+                    return array(a, b)
+            return on_arrays
+        case TTensor(_, elem):
+            inner = lift2(name, elem, scalar, array)
+
+            def on_objects(a, b):
+                a, b = dense(a), dense(b)
+                _same_shape(name, a, b)
+                return make_vec(elem, [inner(x, y) for x, y in zip(a.flat, b.flat)], a.shape)
+            return on_objects
+        case TTuple(elems):
+            fs = [lift2(name, e, scalar, array) for e in elems]
+            return lambda a, b: tuple(f(x, y) for f, x, y in zip(fs, a, b))
+    raise TypeError(t)
+
+
+def lift1(t: Type, scalar: Callable[[Any], Any], array: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    match t:
+        case TBase():
+            return scalar
+        case TTensor(_, TBase("Float")):
+            return lambda a: array(dense(a))
+        case TTensor(_, elem):
+            inner = lift1(elem, scalar, array)
+            return lambda a: make_vec(elem, [inner(x) for x in dense(a).flat], a.shape)
+        case TTuple(elems):
+            fs = [lift1(e, scalar, array) for e in elems]
+            return lambda a: tuple(f(x) for f, x in zip(fs, a))
+    raise TypeError(t)
+
+
+def _fdiv(a: float, b: float) -> float:
+    try:
+        return a / b
+    except ZeroDivisionError:
+        if a == 0 or math.isnan(a):
+            return math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
+def _idiv(a: int, b: int) -> int:
+    """Integer division truncating toward zero (LANGUAGE.md §5)."""
+    if b == 0:
+        raise PrimError("Integer division by zero")
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def _elementwise_type(t: Type) -> Type | None:
+    ab = args_of(t, 2)
+    return ab[0] if ab and ab[0] == ab[1] and is_numeric(ab[0]) else None
+
+
+def _binary(name: str, op: Op2, array: Op2, doc: str, on_int: Op2 | None = None) -> None:
+    def scalar(t: Type) -> Op2:
+        return (on_int or op) if t == INTEGER else op
+
+    primitive(name, _elementwise_type,
+              lambda t: spread(lift2(name, args_of(t, 2)[0], scalar, array)), doc)
+
+
+_binary("add", operator.add, np.add, "Sum; elementwise on tensors and tuples.")
+_binary("sub", operator.sub, np.subtract, "Difference; elementwise on tensors and tuples.")
+_binary("div", _fdiv, np.divide, "Quotient (Integer: truncating toward zero); elementwise.", _idiv)
+
+
+def _mul_type(t: Type) -> Type | None:
+    ab = args_of(t, 2)
+    if ab is None:
+        return None
+    a, b = ab
+    if a == b and is_numeric(a):
+        return a
+    if a == FLOAT and is_float_struct(b):
+        return b
+    if b == FLOAT and is_float_struct(a):
+        return a
+    if b == TTensor(1, FLOAT) and a in (TTensor(2, FLOAT), TTensor(1, TTensor(1, FLOAT))):
+        return b
+    return None
+
+
+def _scale(t: Type) -> Callable[[float, Any], Any]:
+    """``k * v`` for a Float ``k`` and ``v : t``."""
+    if t == FLOAT:
+        return operator.mul
+    if isinstance(t, TTensor) and t.elem == FLOAT:
+        return lambda k, v: k * dense(v)
+    if isinstance(t, TTensor):
+        inner = _scale(t.elem)
+        return lambda k, v: make_vec(t.elem, [inner(k, x) for x in dense(v).flat], v.shape)
+    fs = [_scale(e) for e in t.elems]
+    return lambda k, v: tuple(f(k, x) for f, x in zip(fs, v))
+
+
+def _matvec(m: Any, v: np.ndarray) -> np.ndarray:
+    rows = m if m.dtype == object else None
+    if rows is not None:
+        m = np.array([dense(r) for r in rows]) if len(rows) else np.zeros((0, v.shape[0]))
+    if m.ndim != 2 or m.shape[1] != v.shape[0]:
+        raise PrimError(f"mul: matrix of size {_shape(m)} times a vector of size {v.shape[0]}")
+    return m @ v
+
+
+def _mul_impl(t: Type) -> Callable[[Any], Any]:
+    a, b = t.elems
+    if a == b:
+        return spread(lift2("mul", a, lambda _: operator.mul, np.multiply))
+    if a == FLOAT:
+        return spread(_scale(b))
+    if b == FLOAT:
+        scale = _scale(a)
+        return lambda xy: scale(xy[1], xy[0])
+    return lambda mv: _matvec(mv[0], dense(mv[1]))
+
+
+def _mul_cost(result: Any, arg: Any) -> int:
+    m = arg[0]
+    if isinstance(m, np.ndarray) and isinstance(arg[1], np.ndarray) and m.shape != arg[1].shape:
+        return m.size if m.dtype != object else sum(x.size for x in m)
+    return numel(result)
+
+
+primitive("mul", _mul_type, _mul_impl,
+          "Product; elementwise on tensors/tuples; Float times a tensor scales it; "
+          "a matrix (Tensor 2 Float or Vec (Vec Float)) times a Vec Float is matrix-vector product.",
+          cost=_mul_cost)
+
+primitive("neg", lambda t: t if is_numeric(t) else None,
+          lambda t: lift1(t, operator.neg, np.negative), "Negation; elementwise.")
+
+
+# --- comparison and logic ---------------------------------------------------
+
+def _compare(name: str, op: Op2, types: tuple[Type, ...]) -> None:
+    def typeof(t: Type) -> Type | None:
+        ab = args_of(t, 2)
+        return BOOL if ab and ab[0] == ab[1] and ab[0] in types else None
+
+    primitive(name, typeof, lambda t: spread(op), f"Comparison ({name}) of two {'/'.join(map(str, types))}s.",
+              cost=lambda r, a: 1)
+
+
+for _name, _op in (("eq", operator.eq), ("ne", operator.ne)):
+    _compare(_name, _op, (FLOAT, INTEGER, BOOL, STRING))
+for _name, _op in (("lt", operator.lt), ("gt", operator.gt), ("lte", operator.le), ("gte", operator.ge)):
+    _compare(_name, _op, (FLOAT, INTEGER))
+
+
+def _logic2(t: Type) -> Type | None:
+    return BOOL if args_of(t, 2) == (BOOL, BOOL) else None
+
+
+primitive("and", _logic2, lambda t: spread(lambda a, b: a and b), "Logical and (both sides evaluated).")
+primitive("or", _logic2, lambda t: spread(lambda a, b: a or b), "Logical or (both sides evaluated).")
+primitive("not", lambda t: BOOL if t == BOOL else None, lambda t: operator.not_, "Logical not.")
+
+
+# --- tangent-space operations (used by derivative code) ---------------------
+
+def ts_add_fn(t: Type) -> Op2:
+    """``a + b`` on values of tangent type ``t``; understands sparse vectors."""
+    if isinstance(t, TTensor):
+        plain = lift2("ts_add", t, lambda _: operator.add, np.add)
+        inner = ts_add_fn(t.elem)
+
+        def add(a, b):
+            if isinstance(b, DeltaVec) and not isinstance(a, DeltaVec):
+                a, b = b, a
+            if isinstance(a, DeltaVec) and not isinstance(b, DeltaVec):
+                if b.shape[0] != a.n:
+                    raise PrimError(f"ts_add: vector sizes differ ({a.n} and {b.shape[0]})")
+                out = b.copy()
+                out[a.index] = inner(out[a.index], a.value)
+                return out
+            return plain(a, b)
+        return add
+    if isinstance(t, TTuple):
+        fs = [ts_add_fn(e) for e in t.elems]
+        return lambda a, b: tuple(f(x, y) for f, x, y in zip(fs, a, b))
+    return operator.add
+
+
+def _same2(t: Type) -> Type | None:
+    ab = args_of(t, 2)
+    return ab[0] if ab and ab[0] == ab[1] and _is_tangent(ab[0]) else None
+
+
+def _is_tangent(t: Type) -> bool:
+    match t:
+        case TTensor(_, elem):
+            return _is_tangent(elem)
+        case TTuple(elems):
+            return all(map(_is_tangent, elems))
+    return t == FLOAT
+
+
+def _ts_scale_type(t: Type) -> Type | None:
+    ab = args_of(t, 2)
+    return ab[1] if ab and ab[0] == FLOAT and _is_tangent(ab[1]) else None
+
+
+def _dot(t: Type) -> Op2:
+    if t == FLOAT:
+        return operator.mul
+    if isinstance(t, TTensor) and t.elem == FLOAT:
+        return lambda a, b: float(np.vdot(dense(a), dense(b)))
+    if isinstance(t, TTensor):
+        inner = _dot(t.elem)
+        return lambda a, b: float(sum(inner(x, y) for x, y in zip(dense(a).flat, dense(b).flat)))
+    fs = [_dot(e) for e in t.elems]
+    return lambda a, b: float(sum(f(x, y) for f, x, y in zip(fs, a, b)))
+
+
+primitive("ts_add", _same2, lambda t: spread(ts_add_fn(t.elems[0])),
+          "Addition of two tangents (any tangent type; sparse-aware).")
+primitive("ts_neg", lambda t: t if _is_tangent(t) else None,
+          lambda t: lift1(t, operator.neg, np.negative), "Negation of a tangent.")
+primitive("ts_scale", _ts_scale_type, lambda t: spread(_scale(t.elems[1])), "Float times a tangent.")
+primitive("ts_dot", lambda t: FLOAT if _same2(t) is not None else None, lambda t: spread(_dot(t.elems[0])),
+          "Inner product of two tangents.", cost=lambda r, a: numel(a))

@@ -1,0 +1,322 @@
+"""Vector and tensor primitives: build, sumbuild, index, size, sum, fold, map,
+constVec, deltaVec (sparse), unzip, dup, elim (LANGUAGE.md §4–5).
+
+``sum`` and ``sumbuild`` accumulate float tensors in place and add a sparse
+``deltaVec`` in O(1), so summing n one-hot contributions costs O(n), not O(n²).
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable
+
+import numpy as np
+
+from ..ir.types import FLOAT, INTEGER, TLam, TTensor, TTuple, Type
+from ..values import DeltaVec, PrimError, dense, make_vec, numel, zero_like
+from .arith import is_numeric, ts_add_fn
+from .registry import METER, args_of, primitive, spread
+
+
+def _rank_of_size(t: Type) -> int | None:
+    if t == INTEGER:
+        return 1
+    if isinstance(t, TTuple) and t.elems and all(e == INTEGER for e in t.elems):
+        return len(t.elems)
+    return None
+
+
+def _shape(n: Any, name: str) -> tuple[int, ...]:
+    shape = (n,) if isinstance(n, int) else tuple(n)
+    if any(k < 0 for k in shape):
+        raise PrimError(f"{name}: negative size {n}")
+    return shape
+
+
+def _indices(shape: tuple[int, ...]):
+    if len(shape) == 1:
+        return range(shape[0])
+    return itertools.product(*(range(k) for k in shape))
+
+
+# --- build / sumbuild -------------------------------------------------------
+
+def _builder_type(t: Type) -> tuple[int, Type] | None:
+    """(rank, element type) of a ``(n, lam)`` argument, if well-formed."""
+    ab = args_of(t, 2)
+    if ab is None:
+        return None
+    n, f = ab
+    rank = _rank_of_size(n)
+    if rank is None or not isinstance(f, TLam) or f.arg != n:
+        return None
+    return rank, f.res
+
+
+def _build_type(t: Type) -> Type | None:
+    rf = _builder_type(t)
+    return TTensor(rf[0], rf[1]) if rf else None
+
+
+def _build_impl(t: Type) -> Callable:
+    rank, elem = _builder_type(t)
+
+    def build(n, f):
+        shape = _shape(n, "build")
+        return make_vec(elem, [f(i) for i in _indices(shape)], shape)
+    return spread(build)
+
+
+primitive("build", _build_type, _build_impl,
+          "(build n (lam (i : Integer) e)): the vector [e(0), ..., e(n-1)]; with n an N-tuple, an N-D tensor.")
+
+
+def accumulator(t: Type) -> Callable[[Any, Any], Any]:
+    """``acc, x ↦ acc + x`` that may reuse ``acc`` (which the caller owns)."""
+    if isinstance(t, TTensor):
+        add = ts_add_fn(t)
+        is_float = t.elem == FLOAT
+
+        def acc_add(acc, x):
+            if is_float and isinstance(acc, np.ndarray):
+                if isinstance(x, DeltaVec):
+                    if x.n != acc.shape[0]:
+                        raise PrimError(f"sum: vector sizes differ ({acc.shape[0]} and {x.n})")
+                    acc[x.index] += x.value
+                    return acc
+                x = dense(x)
+                if x.shape != acc.shape:
+                    raise PrimError(f"sum: tensor sizes differ ({acc.shape} and {x.shape})")
+                acc += x
+                return acc
+            return add(dense(acc) if isinstance(acc, DeltaVec) and isinstance(x, DeltaVec) else acc, x)
+        return acc_add
+    if isinstance(t, TTuple):
+        fs = [accumulator(e) for e in t.elems]
+        return lambda acc, x: tuple(f(a, b) for f, a, b in zip(fs, acc, x))
+    return ts_add_fn(t)
+
+
+def owned(x: Any) -> Any:
+    """A copy of ``x`` that an accumulator may update in place."""
+    if isinstance(x, np.ndarray):
+        return x.astype(np.float64, copy=True) if x.dtype != object else x.copy()
+    if isinstance(x, tuple):
+        return tuple(owned(e) for e in x)
+    return x
+
+
+def _sum_items(items, elem: Type, what: str) -> Any:
+    acc_add, acc, first = accumulator(elem), None, True
+    for x in items:
+        METER.ops += numel(x)
+        if first:
+            acc, first = owned(dense(x)), False
+        else:
+            acc = acc_add(acc, x)
+    if first:
+        return _empty_sum(elem, what)
+    return acc
+
+
+def _empty_sum(elem: Type, what: str) -> Any:
+    zero = _scalar_zero(elem)
+    if zero is None:
+        raise PrimError(f"{what} of no elements of type {elem} (its size is unknown)")
+    return zero
+
+
+def _scalar_zero(t: Type) -> Any:
+    if isinstance(t, TTuple):
+        parts = [_scalar_zero(e) for e in t.elems]
+        return None if any(p is None for p in parts) else tuple(parts)
+    if t == INTEGER:
+        return 0
+    if isinstance(t, TTensor):
+        return None
+    return 0.0
+
+
+def _sumbuild_type(t: Type) -> Type | None:
+    rf = _builder_type(t)
+    return rf[1] if rf and is_numeric(rf[1]) else None
+
+
+def _sumbuild_impl(t: Type) -> Callable:
+    _, elem = _builder_type(t)
+
+    def sumbuild(n, f):
+        return _sum_items((f(i) for i in _indices(_shape(n, "sumbuild"))), elem, "sumbuild")
+    return spread(sumbuild)
+
+
+primitive("sumbuild", _sumbuild_type, _sumbuild_impl,
+          "(sumbuild n (lam (i : Integer) e)): the sum of e(0) ... e(n-1), without building a vector.",
+          cost=lambda r, a: 0)
+
+
+def _sum_type(t: Type) -> Type | None:
+    return t.elem if isinstance(t, TTensor) and is_numeric(t.elem) else None
+
+
+def _sum_impl(t: Type) -> Callable:
+    def total(v):
+        if isinstance(v, DeltaVec):
+            return v.value
+        if v.dtype != object:
+            return float(v.sum())
+        return _sum_items(v.flat, t.elem, "sum")
+    return total
+
+
+primitive("sum", _sum_type, _sum_impl, "Sum of the elements of a vector (of numbers, vectors or tuples).",
+          cost=lambda r, a: numel(a) if not isinstance(a, np.ndarray) or a.dtype != object else 0)
+
+
+# --- index / size -----------------------------------------------------------
+
+def _index_impl(t: Type) -> Callable:
+    def index(i, v):
+        if isinstance(v, DeltaVec):
+            _check_bounds((i,), (v.n,))
+            return v.value if i == v.index else zero_like(v.value)
+        idx = (i,) if isinstance(i, int) else tuple(i)
+        if len(idx) != v.ndim:
+            raise PrimError(f"index: {len(idx)} indices for a tensor of rank {v.ndim}")
+        _check_bounds(idx, v.shape)
+        x = v[idx]
+        return float(x) if v.dtype != object else x
+    return spread(index)
+
+
+def _check_bounds(idx: tuple[int, ...], shape: tuple[int, ...]) -> None:
+    for i, n in zip(idx, shape):
+        if not 0 <= i < n:
+            what = f"index {i}" if len(shape) == 1 else f"index {idx}"
+            size = n if len(shape) == 1 else "x".join(map(str, shape))
+            raise PrimError(f"{what} out of range for a tensor of size {size}")
+
+
+def _index_type(t: Type) -> Type | None:
+    ab = args_of(t, 2)
+    if ab and isinstance(ab[1], TTensor) and ab[0] == _index_type_of(ab[1].rank):
+        return ab[1].elem
+    return None
+
+
+def _index_type_of(rank: int) -> Type:
+    return INTEGER if rank == 1 else TTuple((INTEGER,) * rank)
+
+
+primitive("index", _index_type, _index_impl, "(index i v): element i (0-based) of v; i is an N-tuple for a Tensor N.",
+          cost=lambda r, a: 1)
+
+
+def _size_impl(t: Type) -> Callable:
+    def size(v):
+        if isinstance(v, DeltaVec):
+            return v.n
+        return v.shape[0] if v.ndim == 1 else tuple(v.shape)
+    return size
+
+
+primitive("size", lambda t: _index_type_of(t.rank) if isinstance(t, TTensor) else None, _size_impl,
+          "Length of a vector (an N-tuple for a Tensor N).", cost=lambda r, a: 1)
+
+
+# --- fold / map -------------------------------------------------------------
+
+def _fold_type(t: Type) -> Type | None:
+    abc = args_of(t, 3)
+    if abc is None:
+        return None
+    f, acc, v = abc
+    ok = (isinstance(f, TLam) and isinstance(v, TTensor) and v.rank == 1
+          and f.arg == TTuple((acc, v.elem)) and f.res == acc)
+    return acc if ok else None
+
+
+def _fold(f, acc, v):
+    for x in dense(v):
+        acc = f((acc, float(x) if isinstance(x, np.floating) else x))
+    return acc
+
+
+primitive("fold", _fold_type, lambda t: spread(_fold),
+          "(fold (lam (acc_x : Tuple A B) e) acc0 v): left fold over v : Vec B.", cost=lambda r, a: 0)
+
+
+def _map_type(t: Type) -> Type | None:
+    ab = args_of(t, 2)
+    if ab and isinstance(ab[0], TLam) and isinstance(ab[1], TTensor) and ab[0].arg == ab[1].elem:
+        return TTensor(ab[1].rank, ab[0].res)
+    return None
+
+
+def _map_impl(t: Type) -> Callable:
+    res = t.elems[0].res
+
+    def map_(f, v):
+        v = dense(v)
+        items = [f(float(x) if v.dtype != object else x) for x in v.flat]
+        return make_vec(res, items, v.shape)
+    return spread(map_)
+
+
+primitive("map", _map_type, _map_impl, "(map (lam (x : A) e) v): e applied to every element, any rank.")
+
+
+# --- constVec / deltaVec / unzip / dup / elim ------------------------------
+
+def _const_vec_impl(t: Type) -> Callable:
+    elem = t.elems[1]
+
+    def const_vec(n, x):
+        (k,) = _shape(n, "constVec")
+        return make_vec(elem, [x] * k)
+    return spread(const_vec)
+
+
+primitive("constVec", lambda t: TTensor(1, args_of(t, 2)[1]) if args_of(t, 2) and args_of(t, 2)[0] == INTEGER else None,
+          _const_vec_impl, "(constVec n x): n copies of x.")
+
+
+def _delta_vec_impl(t: Type) -> Callable:
+    elem = t.elems[2]
+
+    def delta_vec(n, i, x):
+        (k,) = _shape(n, "deltaVec")
+        _check_bounds((i,), (k,))
+        return DeltaVec(k, i, x, elem)
+    return spread(delta_vec)
+
+
+def _delta_vec_type(t: Type) -> Type | None:
+    abc = args_of(t, 3)
+    return TTensor(1, abc[2]) if abc and abc[0] == INTEGER and abc[1] == INTEGER else None
+
+
+primitive("deltaVec", _delta_vec_type, _delta_vec_impl,
+          "(deltaVec n i x): length-n vector with x at i and zero elsewhere, stored sparsely.",
+          cost=lambda r, a: numel(r))
+
+
+def _unzip_type(t: Type) -> Type | None:
+    if isinstance(t, TTensor) and t.rank == 1 and isinstance(t.elem, TTuple):
+        return TTuple(tuple(TTensor(1, e) for e in t.elem.elems))
+    return None
+
+
+def _unzip_impl(t: Type) -> Callable:
+    elems = t.elem.elems
+
+    def unzip(v):
+        v = dense(v)
+        return tuple(make_vec(e, [x[k] for x in v]) for k, e in enumerate(elems))
+    return unzip
+
+
+primitive("unzip", _unzip_type, _unzip_impl, "A vector of tuples as a tuple of vectors.")
+primitive("dup", lambda t: TTuple((t, t)), lambda t: lambda x: (x, x), "(dup x) is (tuple x x).",
+          cost=lambda r, a: 1)
+primitive("elim", lambda t: TTuple(()), lambda t: lambda x: (), "(elim x) discards x; returns (tuple).",
+          cost=lambda r, a: 1)

@@ -1,0 +1,281 @@
+"""The type checker: infers and records the type of every expression,
+resolves calls among user overloads and the prelude (LANGUAGE.md §3, §6).
+
+    Σ; Γ ⊢ e : τ   ↦   the same expression with ``.type = τ`` on every node
+
+Σ is the function table (defs, edefs, gdef-generated functions, primitives),
+Γ the local variables.  Checking returns a new, typed program; the input is
+never mutated.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import LabrysError, Span
+from ..ir import nodes as ir
+from ..ir.names import DerivedName, Name, TypedName, erase_types, selected_type, show_name
+from ..ir.types import BOOL, TLam, TSum, TTuple, Type
+from ..prelude import Primitive, lookup
+from ..util.deep import deep
+from .tangent import derived_signature
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A user-level function: a def, an edef, or one a gdef generates."""
+
+    name: Name
+    arg: Type
+    ret: Type
+    decl: ir.Def | ir.Edef | ir.Gdef
+    primal: Type | None = None  # derived functions: argument type of the original
+
+
+@dataclass
+class Functions:
+    """Σ: user functions grouped by name without types, overloaded by argument type."""
+
+    groups: dict[Name, list[Signature]] = field(default_factory=dict)
+
+    def add(self, sig: Signature) -> None:
+        group = self.groups.setdefault(erase_types(sig.name), [])
+        for other in group:
+            if other.arg == sig.arg and _same_primal(other, sig):
+                raise LabrysError(f"{show_name(sig.name)} is already defined for argument type {sig.arg}",
+                                  sig.decl.span, (f"first defined at {other.decl.span!r}",))
+        group.append(sig)
+
+    def candidates(self, name: Name) -> list[Signature]:
+        return self.groups.get(erase_types(name), [])
+
+    def resolve(self, name: Name, arg: Type) -> Signature | Primitive | None:
+        wanted = selected_type(name)
+        for sig in self.candidates(name):
+            if sig.arg != arg:
+                continue
+            if isinstance(name, DerivedName) and wanted is not None and sig.primal not in (None, wanted):
+                continue
+            if isinstance(name, TypedName) and wanted != arg:
+                continue
+            return sig
+        prim = lookup(name)
+        if prim is not None and prim.typeof(arg) is not None:
+            return prim
+        return None
+
+    def by_name(self, name: Name) -> Signature | None:
+        """The function ``(fn name)`` refers to: [f T], or the only overload of f."""
+        wanted = selected_type(name)
+        sigs = [s for s in self.candidates(name)
+                if wanted is None or (s.primal or s.arg) == wanted]
+        return sigs[0] if len(sigs) == 1 else None
+
+
+def _same_primal(a: Signature, b: Signature) -> bool:
+    return a.primal is None or b.primal is None or a.primal == b.primal
+
+
+@dataclass(frozen=True)
+class CheckedProgram:
+    program: ir.Program  # every expression carries its type
+    functions: Functions
+
+
+def _err(msg: str, span: Span | None, *notes: str) -> LabrysError:
+    return LabrysError(msg, span, notes)
+
+
+class _Checker:
+    def __init__(self, functions: Functions) -> None:
+        self.functions = functions
+        self.env: dict[str, list[Type]] = {}
+
+    def bind(self, names: tuple[str, ...], types: tuple[Type, ...]) -> None:
+        for n, t in zip(names, types):
+            self.env.setdefault(n, []).append(t)
+
+    def unbind(self, names: tuple[str, ...]) -> None:
+        for n in names:
+            self.env[n].pop()
+
+    def under(self, names: tuple[str, ...], types: tuple[Type, ...], e: ir.Expr, where: Span | None) -> ir.Expr:
+        self.bind(names, types)
+        try:
+            return self.expr(e, where)
+        finally:
+            self.unbind(names)
+
+    def expr(self, e: ir.Expr, where: Span | None) -> ir.Expr:
+        where = e.span or where
+        match e:
+            case ir.Const(_, t):
+                return ir.Const(e.value, t, type=t, span=e.span)
+            case ir.Var(name):
+                scope = self.env.get(name)
+                if not scope:
+                    hint = ("to use the function as a value write (fn " + name + ")",) \
+                        if self.functions.candidates(name) or lookup(name) else ()
+                    raise _err(f"unknown variable '{name}'", where, *hint)
+                return ir.Var(name, type=scope[-1], span=e.span)
+            case ir.Call(func, arg):
+                a = self.expr(arg, where)
+                return ir.Call(func, a, type=self.call_type(func, a.type, where), span=e.span)
+            case ir.App(func, arg):
+                f, a = self.expr(func, where), self.expr(arg, where)
+                if not isinstance(f.type, TLam):
+                    raise _err(f"'{_show(func)}' is not a function: it has type {f.type}", where)
+                if f.type.arg != a.type:
+                    raise _err(f"function '{_show(func)}' takes {f.type.arg}, but the argument has type {a.type}", where)
+                return ir.App(f, a, type=f.type.res, span=e.span)
+            case ir.Lam(var, t, body):
+                b = self.under((var,), (t,), body, where)
+                return ir.Lam(var, t, b, type=TLam(t, b.type), span=e.span)
+            case ir.Let(binder, rhs, body):
+                r = self.expr(rhs, where)
+                names = e.names
+                if isinstance(binder, str):
+                    types = (r.type,)
+                elif isinstance(r.type, TTuple) and len(r.type.elems) == len(names):
+                    types = r.type.elems
+                else:
+                    raise _err(f"cannot destructure a value of type {r.type} into {len(names)} variables", where)
+                b = self.under(names, types, body, where)
+                return ir.Let(binder, r, b, type=b.type, span=e.span)
+            case ir.If(cond, then, orelse):
+                c, t, f = self.expr(cond, where), self.expr(then, where), self.expr(orelse, where)
+                self.expect(c, BOOL, "the condition of 'if'", where)
+                if t.type != f.type:
+                    raise _err(f"the branches of 'if' have different types: {t.type} and {f.type}", where)
+                return ir.If(c, t, f, type=t.type, span=e.span)
+            case ir.Tuple(elems):
+                es = tuple(self.expr(x, where) for x in elems)
+                return ir.Tuple(es, type=TTuple(tuple(x.type for x in es)), span=e.span)
+            case ir.Get(i, n, arg):
+                a = self.expr(arg, where)
+                if not (isinstance(a.type, TTuple) and len(a.type.elems) == n):
+                    raise _err(f"get${i}${n} needs a tuple of {n} elements, got {a.type}", where)
+                return ir.Get(i, n, a, type=a.type.elems[i - 1], span=e.span)
+            case ir.Assert(cond, body):
+                c = self.expr(cond, where)
+                self.expect(c, BOOL, "the condition of 'assert'", where)
+                b = self.expr(body, where)
+                return ir.Assert(c, b, type=b.type, span=e.span)
+            case ir.Inj(left, t, arg):
+                a = self.expr(arg, where)
+                self.expect(a, t.left if left else t.right, f"the payload of '{'inl' if left else 'inr'}'", where)
+                return ir.Inj(left, t, a, type=t, span=e.span)
+            case ir.Case(scrut, lv, lb, rv, rb):
+                s = self.expr(scrut, where)
+                if not isinstance(s.type, TSum):
+                    raise _err(f"'case' needs a value of a Sum type, got {s.type}", where)
+                l_ = self.under((lv,), (s.type.left,), lb, where)
+                r_ = self.under((rv,), (s.type.right,), rb, where)
+                if l_.type != r_.type:
+                    raise _err(f"the alternatives of 'case' have different types: {l_.type} and {r_.type}", where)
+                return ir.Case(s, lv, l_, rv, r_, type=l_.type, span=e.span)
+            case ir.FnRef(func):
+                sig = self.functions.by_name(func)
+                if sig is None:
+                    n = len(self.functions.candidates(func))
+                    why = "is ambiguous: name the overload as (fn [NAME TYPE])" if n > 1 else "is not a defined function"
+                    raise _err(f"'{show_name(func)}' {why}", where)
+                return ir.FnRef(func, type=TLam(sig.arg, sig.ret), span=e.span)
+        raise TypeError(f"not an expression: {e!r}")
+
+    def expect(self, e: ir.Expr, t: Type, what: str, where: Span | None) -> None:
+        if e.type != t:
+            raise _err(f"{what} must have type {t}, but has type {e.type}", e.span or where)
+
+    def call_type(self, func: Name, arg: Type, where: Span | None) -> Type:
+        target = self.functions.resolve(func, arg)
+        if isinstance(target, Signature):
+            return target.ret
+        if isinstance(target, Primitive):
+            return target.typeof(arg)
+        sigs = self.functions.candidates(func)
+        prim = lookup(func)
+        if not sigs and prim is None:
+            raise _err(f"unknown function '{show_name(func)}'", where)
+        if isinstance(func, TypedName) and func.type != arg:
+            raise _err(f"{show_name(func)} is called with an argument of type {arg}", where)
+        notes = tuple(f"candidate: {show_name(s.name)} takes {s.arg}" for s in sigs)
+        if prim is not None:
+            notes += (f"primitive {prim.name}: {prim.doc}",)
+        raise _err(f"no overload of '{show_name(func)}' accepts an argument of type {arg}", where, *notes)
+
+
+def _show(e: ir.Expr) -> str:
+    return e.name if isinstance(e, ir.Var) else "expression"
+
+
+def collect_functions(program: ir.Program) -> Functions:
+    """Σ from the declarations (defs and edefs first, then what gdefs generate)."""
+    fs = Functions()
+    for d in program.decls:
+        if isinstance(d, ir.Def):
+            _check_name_type(d.name, d.arg_type, d.span)
+            fs.add(Signature(d.name, d.arg_type, d.ret, d, _primal_of_name(d.name)))
+        elif isinstance(d, ir.Edef):
+            prim = lookup(d.name)
+            if prim is not None and prim.typeof(d.arg_type) == d.ret:
+                continue  # re-declaring a primitive, as older programs do
+            fs.add(Signature(d.name, d.arg_type, d.ret, d, _primal_of_name(d.name)))
+    for d in program.decls:
+        if isinstance(d, ir.Gdef):
+            fs.add(_gdef_signature(d, fs))
+    return fs
+
+
+def _check_name_type(name: Name, arg: Type, span: Span | None) -> None:
+    if isinstance(name, TypedName) and name.type != arg:
+        raise _err(f"{show_name(name)} is defined with argument type {arg}", span)
+
+
+def _primal_of_name(name: Name) -> Type | None:
+    return selected_type(name) if isinstance(name, DerivedName) else None
+
+
+def _gdef_signature(d: ir.Gdef, fs: Functions) -> Signature:
+    base = fs.by_name(d.name)
+    if base is None or not isinstance(base.decl, ir.Def):
+        what = "no def" if not fs.candidates(d.name) else "no single def"
+        raise _err(f"gdef {d.derivation}: {what} matches {show_name(d.name)}", d.span,
+                   "write the argument type: (gdef DERIVATION [NAME ARGTYPE])")
+    conv = derived_signature(d.derivation, base.arg, base.ret)
+    if conv is None:
+        raise _err(f"unknown derivation '{d.derivation}'", d.span)
+    name = DerivedName(d.derivation, base.name if isinstance(base.name, TypedName) else erase_types(base.name))
+    return Signature(name, conv[0], conv[1], d, base.arg)
+
+
+def _check_decl(c: _Checker, d: ir.Decl) -> ir.Decl:
+    match d:
+        case ir.Def(name, ret, params, body):
+            b = c.under(tuple(p.name for p in params), tuple(p.type for p in params), body, d.span)
+            if b.type != ret:
+                raise _err(f"{show_name(name)} is declared to return {ret}, but its body has type {b.type}",
+                           body.span or d.span)
+            return ir.Def(name, ret, params, b, span=d.span)
+        case ir.Rule(rname, params, lhs, rhs):
+            names, types = tuple(p.name for p in params), tuple(p.type for p in params)
+            lt, rt = c.under(names, types, lhs, d.span), c.under(names, types, rhs, d.span)
+            if lt.type != rt.type:
+                raise _err(f'rule "{rname}": the two sides have types {lt.type} and {rt.type}', d.span)
+            return ir.Rule(rname, params, lt, rt, span=d.span)
+    return d
+
+
+@deep
+def check_program(program: ir.Program) -> CheckedProgram:
+    functions = collect_functions(program)
+    checker = _Checker(functions)
+    typed = ir.Program(tuple(_check_decl(checker, d) for d in program.decls))
+    return CheckedProgram(typed, functions)
+
+
+@deep
+def check_expr(e: ir.Expr, functions: Functions, env: dict[str, Type] | None = None) -> ir.Expr:
+    """Type an expression under local variables ``env`` (used by passes and tests)."""
+    c = _Checker(functions)
+    env = env or {}
+    return c.under(tuple(env), tuple(env.values()), e, e.span)

@@ -1,0 +1,50 @@
+"""Tangent types and the calling conventions of derived functions
+(LANGUAGE.md §2–3)."""
+from __future__ import annotations
+
+from ..ir.types import FLOAT, TLM, TLam, TSum, TTensor, TTuple, Type, UNIT
+
+
+def tangent_type(t: Type) -> Type:
+    """dT: Float ↦ Float; Integer, Bool, String ↦ (Tuple); structure-wise otherwise.
+
+    Functions and sums have algorithm-specific tangents (see each algorithm);
+    here a sum's tangent is the sum of the tangents and a function's is a
+    function between tangents, which is what the dual-number modes use.
+    """
+    match t:
+        case TTuple(elems):
+            return TTuple(tuple(tangent_type(e) for e in elems))
+        case TTensor(rank, elem):
+            return TTensor(rank, tangent_type(elem))
+        case TSum(a, b):
+            return TSum(tangent_type(a), tangent_type(b))
+        case TLam(a, b):
+            return TLam(tangent_type(a), tangent_type(b))
+        case TLM():
+            raise ValueError(f"a linear map {t} has no tangent type")
+    return FLOAT if t == FLOAT else UNIT
+
+
+# Calling conventions: derivation name -> (argument type, result type) of the
+# derived function, for a function S -> T.  Algorithms add their names here
+# when they register (see labrys.ad); every one is fwd-like or rev-like.
+def _fwd(s: Type, t: Type) -> tuple[Type, Type]:
+    return TTuple((s, tangent_type(s))), tangent_type(t)
+
+
+def _rev(s: Type, t: Type) -> tuple[Type, Type]:
+    return TTuple((s, tangent_type(t))), tangent_type(s)
+
+
+def _jacobian(s: Type, t: Type) -> tuple[Type, Type]:
+    return s, TLM(tangent_type(s), tangent_type(t))
+
+
+CONVENTIONS = {"fwd": _fwd, "rev": _rev, "D": _jacobian}
+FWD_LIKE, REV_LIKE = _fwd, _rev
+
+
+def derived_signature(derivation: str, s: Type, t: Type) -> tuple[Type, Type] | None:
+    conv = CONVENTIONS.get(derivation)
+    return conv(s, t) if conv else None

@@ -1,0 +1,81 @@
+"""Run recursive passes on deep programs without hitting Python's limits.
+
+Note [Deep programs]
+~~~~~~~~~~~~~~~~~~~~
+Every pass in labrys is written as plain structural recursion, one case per
+construct, because that is the clearest way to state a transformation.  A
+program of 10^4 nested lets or calls then needs a Python stack 10^4 frames
+deep (times a small constant), and C-level recursion in ``==`` and ``hash``
+of the immutable IR nodes needs a deep C stack too.  Instead of rewriting
+each pass with an explicit stack, every public entry point is decorated with
+:func:`deep`, which runs it on one long-lived worker thread that has a 1 GiB
+stack (virtual memory; only touched pages are committed) and a recursion
+limit to match.  Calls made from inside the worker run directly.
+"""
+from __future__ import annotations
+
+import functools
+import queue
+import sys
+import threading
+from typing import Callable, TypeVar
+
+STACK_BYTES = 1 << 30
+RECURSION_LIMIT = 2_000_000
+
+T = TypeVar("T")
+_jobs: "queue.SimpleQueue" = queue.SimpleQueue()
+_worker: threading.Thread | None = None
+_lock = threading.Lock()
+
+
+def _serve() -> None:
+    while True:
+        fn, box, done = _jobs.get()
+        try:
+            box.append((True, fn()))
+        except BaseException as exc:  # re-raised on the caller's thread
+            box.append((False, exc))
+        finally:
+            done.set()
+
+
+def _ensure_worker() -> threading.Thread:
+    global _worker
+    with _lock:
+        if _worker is None:
+            sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
+            old = threading.stack_size(STACK_BYTES)
+            try:
+                _worker = threading.Thread(target=_serve, name="labrys-deep", daemon=True)
+                _worker.start()
+            finally:
+                threading.stack_size(old)
+    return _worker
+
+
+def run_deep(fn: Callable[[], T]) -> T:
+    """Call ``fn()`` on the deep-stack worker (directly if already there)."""
+    worker = _ensure_worker()
+    if threading.current_thread() is worker:
+        return fn()
+    box: list = []
+    done = threading.Event()
+    _jobs.put((fn, box, done))
+    done.wait()
+    ok, result = box[0]
+    if ok:
+        return result
+    raise result.with_traceback(result.__traceback__)
+
+
+def deep(fn: Callable[..., T]) -> Callable[..., T]:
+    """Decorator: run ``fn`` with a deep stack (see Note [Deep programs])."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if _worker is not None and threading.current_thread() is _worker:
+            return fn(*args, **kwargs)
+        return run_deep(lambda: fn(*args, **kwargs))
+
+    return wrapper

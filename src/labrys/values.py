@@ -1,0 +1,221 @@
+"""Run-time values (issue: Core §6) and the operations every backend shares.
+
+=====================  ==========================================
+``.ks`` type           Python value
+=====================  ==========================================
+Float / Integer / Bool ``float`` / ``int`` / ``bool``
+String                 ``str``
+Tuple                  ``tuple``
+Tensor N Float         float64 ``ndarray`` with ``ndim == N``
+other Tensor N T       object ``ndarray`` with ``ndim == N``
+Lam                    a Python callable of one argument
+Sum                    :class:`Inj`
+``deltaVec n i x``     :class:`DeltaVec` (sparse; densified on demand)
+=====================  ==========================================
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from .ir.types import BOOL, FLOAT, INTEGER, STRING, TBase, TLam, TSum, TTensor, TTuple, Type
+
+
+class PrimError(Exception):
+    """A run-time error inside a primitive; the caller adds the source span."""
+
+
+@dataclass(frozen=True, slots=True)
+class Inj:
+    left: bool
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class DeltaVec:
+    """A length-``n`` vector that is ``value`` at ``index`` and zero elsewhere."""
+
+    n: int
+    index: int
+    value: Any
+    elem: Type
+
+    def dense(self) -> np.ndarray:
+        out = make_vec(self.elem, [zero_like(self.value)] * self.n)
+        out[self.index] = self.value
+        return out
+
+
+def make_vec(elem: Type, items: list, shape: tuple[int, ...] | None = None) -> np.ndarray:
+    """A tensor of ``elem`` from a flat list of items in row-major order."""
+    shape = (len(items),) if shape is None else shape
+    if elem == FLOAT:
+        return np.array(items, dtype=np.float64).reshape(shape)
+    out = np.empty(len(items), dtype=object)
+    for k, x in enumerate(items):
+        out[k] = x
+    return out.reshape(shape)
+
+
+def dense(v: Any) -> Any:
+    return v.dense() if isinstance(v, DeltaVec) else v
+
+
+def zero_like(v: Any) -> Any:
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, (float, np.floating)):
+        return 0.0
+    if isinstance(v, int):
+        return 0
+    if isinstance(v, tuple):
+        return tuple(zero_like(x) for x in v)
+    if isinstance(v, DeltaVec):
+        return zero_like(v.dense())
+    if isinstance(v, np.ndarray):
+        if v.dtype != object:
+            return np.zeros_like(v)
+        out = np.empty(v.shape, dtype=object)
+        for idx in np.ndindex(v.shape):
+            out[idx] = zero_like(v[idx])
+        return out
+    raise PrimError(f"no zero for a value of kind {type(v).__name__}")
+
+
+def numel(v: Any) -> int:
+    """Number of scalars in a value: the unit of the op-count meter."""
+    if isinstance(v, np.ndarray):
+        if v.dtype != object:
+            return v.size
+        return sum(numel(x) for x in v.flat)
+    if isinstance(v, tuple):
+        return sum(numel(x) for x in v) or 1
+    if isinstance(v, DeltaVec):
+        return numel(v.value)
+    return 1
+
+
+def from_python(value: Any, t: Type, what: str = "argument") -> Any:
+    """Convert a Python/NumPy/JSON-like value to the representation of ``t``."""
+    def bad() -> PrimError:
+        return PrimError(f"{what}: expected a value of type {t}, got {_describe(value)}")
+
+    match t:
+        case TBase("Float"):
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+                raise bad()
+            return float(value)
+        case TBase("Integer"):
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                if isinstance(value, (float, np.floating)) and float(value).is_integer():
+                    return int(value)
+                raise bad()
+            return int(value)
+        case TBase("Bool"):
+            if not isinstance(value, (bool, np.bool_)):
+                raise bad()
+            return bool(value)
+        case TBase("String"):
+            if not isinstance(value, str):
+                raise bad()
+            return value
+        case TTuple(elems):
+            if not isinstance(value, (tuple, list)) or len(value) != len(elems):
+                raise bad()
+            return tuple(from_python(v, e, what) for v, e in zip(value, elems))
+        case TTensor(rank, elem):
+            if isinstance(value, DeltaVec):
+                value = value.dense()
+            if elem == FLOAT:
+                try:
+                    arr = np.asarray(value, dtype=np.float64)
+                except (TypeError, ValueError):
+                    raise bad() from None
+                if arr.ndim != rank:
+                    raise bad()
+                return arr
+            if isinstance(value, np.ndarray) and value.dtype != object and rank == 1 and value.ndim == 1:
+                value = value.tolist()
+            if rank == 1:
+                if not isinstance(value, (list, tuple, np.ndarray)):
+                    raise bad()
+                return make_vec(elem, [from_python(v, elem, what) for v in value])
+            arr = np.asarray(value, dtype=object)
+            if arr.ndim < rank:
+                raise bad()
+            out = np.empty(arr.shape[:rank], dtype=object)
+            for idx in np.ndindex(out.shape):
+                out[idx] = from_python(arr[idx], elem, what)
+            return out
+        case TSum(left, right):
+            if isinstance(value, Inj):
+                return Inj(value.left, from_python(value.value, left if value.left else right, what))
+            raise bad()
+        case TLam():
+            if not callable(value):
+                raise bad()
+            return value
+    raise bad()
+
+
+def _describe(v: Any) -> str:
+    if isinstance(v, np.ndarray):
+        return f"an array of shape {v.shape} and dtype {v.dtype}"
+    return f"{type(v).__name__} {v!r}"[:80]
+
+
+def format_float(x: float) -> str:
+    x = float(x)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    r = repr(x)
+    return r if any(c in r for c in ".en") else r + ".0"
+
+
+def format_value(v: Any, top: bool = True) -> str:
+    """``print``'s rendering: strings bare at top level, quoted inside structures."""
+    if isinstance(v, (bool, np.bool_)):
+        return "true" if v else "false"
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        return format_float(v)
+    if isinstance(v, str):
+        return v if top else '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    if isinstance(v, tuple):
+        return "(" + ", ".join(format_value(x, False) for x in v) + ")"
+    if isinstance(v, DeltaVec):
+        v = v.dense()
+    if isinstance(v, np.ndarray):
+        if v.ndim == 0:
+            return format_value(v[()], False)
+        return "[" + ", ".join(format_value(x, False) for x in v) + "]"
+    if isinstance(v, Inj):
+        return f"({'inl' if v.left else 'inr'} {format_value(v.value, False)})"
+    if callable(v):
+        return "<function>"
+    return str(v)
+
+
+def to_python(v: Any) -> Any:
+    """A value as plain Python/NumPy for API users (densifies sparse vectors)."""
+    if isinstance(v, DeltaVec):
+        return to_python(v.dense())
+    if isinstance(v, tuple):
+        return tuple(to_python(x) for x in v)
+    if isinstance(v, np.ndarray) and v.dtype == object:
+        out = np.empty(v.shape, dtype=object)
+        for idx in np.ndindex(v.shape):
+            out[idx] = to_python(v[idx])
+        return list(out) if v.ndim == 1 else out
+    if isinstance(v, np.floating):
+        return float(v)
+    return v
+
+
+Fn = Callable[..., Any]
