@@ -1,0 +1,24 @@
+"""``labrys demo``: the bundled program, its values, and (as AD lands) its derivatives."""
+from __future__ import annotations
+
+import sys
+
+from ..api import load
+from ..values import format_value
+
+
+def _rule(title: str) -> None:
+    print(f"\n── {title} " + "─" * max(0, 68 - len(title)))
+
+
+def run_demo(source: str) -> int:
+    module = load(source, name="demo.ks")
+    _rule("the program (demo.ks)")
+    sys.stdout.write(source)
+    _rule("running main")
+    module.main()
+    sys.stdout.flush()
+    _rule("calling functions from Python")
+    print(f"module.f(1.5, 2.0)           = {format_value(module.f(1.5, 2.0))}")
+    print(f"module.sumsq([1.0, 2.0, 3.0]) = {format_value(module.sumsq([1.0, 2.0, 3.0]))}")
+    return 0

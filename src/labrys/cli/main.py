@@ -1,0 +1,148 @@
+"""The ``labrys`` command line.
+
+Every user error prints ``file:line:col: error: message``, the source line
+and a caret, and exits 1; ``--debug`` shows the Python traceback instead.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from importlib import resources
+from typing import Any, Sequence
+
+from ..api import Module, evaluate, load
+from ..errors import LabrysError
+from ..syntax.printer import show_program
+from ..types.checker import Signature
+from ..values import PrimError, format_value, from_python
+
+
+def _parse_arg(text: str, index: int, sig: Signature, module: Module) -> Any:
+    """A CLI argument for parameter ``index``: JSON, else a `.ks` expression."""
+    t = sig.arg if len(_params(sig)) == 1 else sig.arg.elems[index]
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return evaluate(text, module, expected=t, filename=f"<argument {index + 1}>")
+    try:
+        return from_python(value, t, f"argument {index + 1}")
+    except PrimError as exc:
+        raise LabrysError(str(exc)) from None
+
+
+def _params(sig: Signature) -> tuple:
+    return sig.decl.params if hasattr(sig.decl, "params") else (sig.arg,)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    module = load(args.file)
+    if args.fn is None:
+        if "main" not in module.names():
+            raise LabrysError(f"{args.file} has no 'main'; name a function: labrys run FILE FN ARGS...")
+        module.function("main")()
+        sys.stdout.flush()
+        return 0
+    f = module.function(args.fn)
+    errors = []
+    for sig in f.sigs:
+        n = len(_params(sig))
+        if n != len(args.args):
+            errors.append(f"{f.name if isinstance(f.name, str) else args.fn} takes {n} argument"
+                          f"{'s' * (n != 1)} ({sig.arg}), got {len(args.args)}")
+            continue
+        values = tuple(_parse_arg(a, i, sig, module) for i, a in enumerate(args.args))
+        result = module.interpreter.call(sig, values[0] if n == 1 else values)
+        sys.stdout.flush()
+        print(format_value(result, top=False))
+        return 0
+    raise LabrysError("; ".join(errors))
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    for path in args.files:
+        module = load(path)
+        if not args.quiet:
+            print(f"{path}: ok ({len(module.names())} functions)")
+    return 0
+
+
+def cmd_fmt(args: argparse.Namespace) -> int:
+    module = load(args.file)
+    text = show_program(module.program)
+    if args.check:
+        with open(args.file, encoding="utf-8") as fh:
+            if fh.read() != text:
+                print(f"{args.file}: not in canonical form", file=sys.stderr)
+                return 1
+        return 0
+    sys.stdout.write(text)
+    return 0
+
+
+def demo_source() -> str:
+    return resources.files("labrys").joinpath("demo.ks").read_text(encoding="utf-8")
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo(demo_source())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="labrys", description="Run, check and differentiate .ks programs.")
+    p.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run a .ks program (its main, or FN on ARGS)",
+                         description="Run main, or call FN with ARGS (each a .ks expression or JSON).")
+    run.add_argument("file", metavar="FILE")
+    run.add_argument("fn", metavar="FN", nargs="?", help="function to call, e.g. f or '[f Float]'")
+    run.add_argument("args", metavar="ARGS", nargs="*", help="arguments: .ks literals/expressions or JSON")
+    run.set_defaults(handler=cmd_run)
+
+    check = sub.add_parser("check", help="parse and type-check .ks files",
+                           description="Parse and type-check; report the first error of each file.")
+    check.add_argument("files", metavar="FILE", nargs="+")
+    check.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    check.set_defaults(handler=cmd_check)
+
+    fmt = sub.add_parser("fmt", help="print a .ks file in canonical layout",
+                         description="Print the program in canonical layout (comments are not kept).")
+    fmt.add_argument("file", metavar="FILE")
+    fmt.add_argument("--check", action="store_true", help="exit 1 if the file is not in canonical layout")
+    fmt.set_defaults(handler=cmd_fmt)
+
+    demo = sub.add_parser("demo", help="run the bundled example and show what labrys does",
+                          description="Run the bundled demo program: its source, values and derivatives.")
+    demo.set_defaults(handler=cmd_demo)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except LabrysError as exc:
+        if args.debug:
+            raise
+        sys.stdout.flush()
+        print(exc, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("labrys: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # a bug in labrys: say so, without a traceback
+        if args.debug:
+            raise
+        print(f"labrys: internal error: {type(exc).__name__}: {exc}\n"
+              "  (this is a bug in labrys; run with --debug for a traceback)", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
