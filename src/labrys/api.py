@@ -24,9 +24,15 @@ def load(path_or_text: str | os.PathLike, *, name: str | None = None) -> "Module
     return Module(check_program(parse_program(text, name or filename)))
 
 
+def _looks_like_path(s: str) -> bool:
+    if not s.strip() or any(c in s for c in "()\n\0"):
+        return False
+    return s.endswith(".ks") or os.path.exists(s)
+
+
 def _read_source(path_or_text: str | os.PathLike) -> tuple[str, str]:
-    if isinstance(path_or_text, os.PathLike) or (
-            isinstance(path_or_text, str) and "(" not in path_or_text and path_or_text.strip()):
+    """Source: a path (PathLike, or a string naming an existing or .ks file), or text."""
+    if isinstance(path_or_text, os.PathLike) or _looks_like_path(path_or_text):
         path = Path(path_or_text)
         try:
             return path.read_text(encoding="utf-8"), str(path)
@@ -53,16 +59,25 @@ class Function:
         return Function(self.module, self.name, sigs)
 
     def __call__(self, *args: Any) -> Any:
-        errors = []
-        for sig in self.sigs:
-            try:
-                value = from_python(args[0] if len(args) == 1 else tuple(args), sig.arg,
-                                    f"argument of {show_name(sig.name)}")
-            except PrimError as exc:
-                errors.append(str(exc))
-                continue
-            return to_python(self.module.interpreter.call(sig, value))
-        raise LabrysError(errors[0] if len(errors) == 1 else
+        sig, value = self.select(args)
+        return to_python(self.module.interpreter.call(sig, value))
+
+    def select(self, args: tuple) -> tuple[Signature, Any]:
+        """The overload the Python values fit (exact scalar kinds first), and its argument."""
+        arg = args[0] if len(args) == 1 else tuple(args)
+        errors: list[str] = []
+        for strict in (True, False):
+            for sig in self.sigs:
+                several = isinstance(sig.arg, TTuple) and len(sig.arg.elems) != 1
+                if len(args) > 1 and not (several and len(sig.arg.elems) == len(args)):
+                    errors.append(f"{show_name(sig.name)} takes {sig.arg}, not {len(args)} arguments")
+                    continue
+                try:
+                    return sig, from_python(arg, sig.arg, f"argument of {show_name(sig.name)}", strict)
+                except PrimError as exc:
+                    errors.append(str(exc))
+        errors = list(dict.fromkeys(errors))
+        raise LabrysError(errors[-1] if len(self.sigs) == 1 else
                           f"no overload of {show_name(self.name)} accepts these arguments: " + "; ".join(errors))
 
     @property
@@ -140,16 +155,30 @@ def _external(fn: Callable[..., Any], sig: Signature) -> Callable[[Any], Any]:
 
     def call(arg: Any) -> Any:
         out = fn(*arg) if spread else fn(arg)
-        return from_python(out, sig.ret, f"result of {show_name(sig.name)}")
+        try:
+            return from_python(out, sig.ret, f"result of the implementation of {show_name(sig.name)}")
+        except PrimError as exc:
+            raise LabrysError(str(exc), sig.decl.span) from None
     return call
 
 
 def evaluate(text: str, module: Module | None = None, expected: Type | None = None,
              filename: str = "<expr>") -> Any:
     """Evaluate a closed `.ks` expression (optionally in a module's scope)."""
+    value, t, span = evaluate_typed(text, module, filename)
+    if expected is not None and t != expected:
+        raise LabrysError(f"expected a value of type {expected}, got {t}", span)
+    return to_python(value)
+
+
+def evaluate_typed(text: str, module: Module | None = None, filename: str = "<expr>") -> tuple[Any, Type, Any]:
+    """A closed `.ks` expression's run-time value, type and span."""
     functions = module.checked.functions if module else Functions()
     e = check_expr(parse_expr(text, filename), functions)
-    if expected is not None and e.type != expected:
-        raise LabrysError(f"expected a value of type {expected}, got {e.type}", e.span)
     interp = module.interpreter if module else Interpreter(CheckedProgram(ir.Program(()), functions))
-    return run_deep(lambda: interp.compile(e, Slots())([]))
+
+    def run() -> Any:
+        slots = Slots()
+        code = interp.compile(e, slots)
+        return code([None] * slots.count)
+    return run_deep(run), e.type, e.span

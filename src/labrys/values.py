@@ -36,15 +36,21 @@ class Inj:
 
 @dataclass(frozen=True, slots=True)
 class DeltaVec:
-    """A length-``n`` vector that is ``value`` at ``index`` and zero elsewhere."""
+    """A tensor of size ``n`` that is ``value`` at ``index`` and zero elsewhere
+    (``n`` and ``index`` are Integers, or N-tuples for a Tensor N)."""
 
-    n: int
-    index: int
+    n: int | tuple[int, ...]
+    index: int | tuple[int, ...]
     value: Any
     elem: Type
 
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self.n,) if isinstance(self.n, int) else tuple(self.n)
+
     def dense(self) -> np.ndarray:
-        out = make_vec(self.elem, [zero_like(self.value)] * self.n)
+        shape = self.shape
+        out = make_vec(self.elem, [zero_like(self.value)] * int(np.prod(shape)), shape)
         out[self.index] = self.value
         return out
 
@@ -98,21 +104,25 @@ def numel(v: Any) -> int:
     return 1
 
 
-def from_python(value: Any, t: Type, what: str = "argument") -> Any:
-    """Convert a Python/NumPy/JSON-like value to the representation of ``t``."""
+def from_python(value: Any, t: Type, what: str = "argument", strict: bool = False) -> Any:
+    """Convert a Python/NumPy/JSON-like value to the representation of ``t``.
+
+    ``strict`` refuses a Python int where a Float is expected (overload
+    selection tries strictly first, so ``f(2)`` prefers ``f : Integer -> ...``)."""
     def bad() -> PrimError:
         return PrimError(f"{what}: expected a value of type {t}, got {_describe(value)}")
 
     match t:
         case TBase("Float"):
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            ok = (float, np.floating) if strict else (int, float, np.integer, np.floating)
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, ok):
                 raise bad()
             return float(value)
         case TBase("Integer"):
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-                if isinstance(value, (float, np.floating)) and float(value).is_integer():
-                    return int(value)
                 raise bad()
+            if not -(1 << 63) <= int(value) < (1 << 63):
+                raise PrimError(f"{what}: {value} does not fit in a 64-bit Integer")
             return int(value)
         case TBase("Bool"):
             if not isinstance(value, (bool, np.bool_)):
@@ -125,7 +135,7 @@ def from_python(value: Any, t: Type, what: str = "argument") -> Any:
         case TTuple(elems):
             if not isinstance(value, (tuple, list)) or len(value) != len(elems):
                 raise bad()
-            return tuple(from_python(v, e, what) for v, e in zip(value, elems))
+            return tuple(from_python(v, e, what, strict) for v, e in zip(value, elems))
         case TTensor(rank, elem):
             if isinstance(value, DeltaVec):
                 value = value.dense()
@@ -142,17 +152,17 @@ def from_python(value: Any, t: Type, what: str = "argument") -> Any:
             if rank == 1:
                 if not isinstance(value, (list, tuple, np.ndarray)):
                     raise bad()
-                return make_vec(elem, [from_python(v, elem, what) for v in value])
+                return make_vec(elem, [from_python(v, elem, what, strict) for v in value])
             arr = np.asarray(value, dtype=object)
             if arr.ndim < rank:
                 raise bad()
             out = np.empty(arr.shape[:rank], dtype=object)
             for idx in np.ndindex(out.shape):
-                out[idx] = from_python(arr[idx], elem, what)
+                out[idx] = from_python(arr[idx], elem, what, strict)
             return out
         case TSum(left, right):
             if isinstance(value, Inj):
-                return Inj(value.left, from_python(value.value, left if value.left else right, what))
+                return Inj(value.left, from_python(value.value, left if value.left else right, what, strict))
             raise bad()
         case TLam():
             if not callable(value):

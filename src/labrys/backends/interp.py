@@ -80,18 +80,15 @@ class Interpreter:
         if isinstance(d, ir.Def):
             return self.compile_def(self.typed[(d.name, d.arg_type)])
         if isinstance(d, ir.Edef):
-            impl = self.externals.get(sig.name) or self.externals.get(show_name(sig.name))
-            if impl is None:
-                def missing(_arg):
-                    raise LabrysError(f"edef '{show_name(sig.name)}' has no implementation "
-                                      "(supply one with Module.implement)", d.span)
-                return missing
-            return impl
+            return self.external(sig) or _missing_edef(sig, None)
         if self.derived is not None:
             return self.derived(sig)
         def unavailable(_arg):
             raise LabrysError(f"derivation '{d.derivation}' is not available", d.span)
         return unavailable
+
+    def external(self, sig: Signature) -> Callable | None:
+        return self.externals.get(sig.name)
 
     def compile_def(self, d: ir.Def) -> Callable[[Any], Any]:
         names = tuple(p.name for p in d.params)
@@ -178,6 +175,8 @@ class Interpreter:
         target = self.functions.resolve(func, e.arg.type)
         span = e.span
         if isinstance(target, Signature):
+            if isinstance(target.decl, ir.Edef) and self.external(target) is None:
+                return _missing_edef(target, span)
             cell = self.cell(target)
             return lambda fr: cell[0](arg(fr))
         return _prim_call(target, target.impl(e.arg.type), arg, span)
@@ -228,6 +227,14 @@ class Interpreter:
                 raise LabrysError("assertion failed", span)
             return body(fr)
         return check
+
+
+def _missing_edef(sig: Signature, span: Span | None) -> Callable:
+    def missing(*_):
+        raise LabrysError(f"edef '{show_name(sig.name)}' has no implementation "
+                          "(supply one with Module.implement)", span or sig.decl.span,
+                          (f"declared at {sig.decl.span!r}",) if span and sig.decl.span else ())
+    return missing
 
 
 def _prim_call(prim: Primitive, impl: Callable, arg: Code, span: Span | None) -> Code:

@@ -11,28 +11,67 @@ import sys
 from importlib import resources
 from typing import Any, Sequence
 
-from ..api import Module, evaluate, load
+from ..api import Function, Module, evaluate_typed, load
 from ..errors import LabrysError
+from ..ir import nodes as ir
+from ..ir.names import show_name
+from ..ir.types import TTuple, Type
 from ..syntax.printer import show_program
 from ..types.checker import Signature
 from ..values import PrimError, format_value, from_python
 
 
-def _parse_arg(text: str, index: int, sig: Signature, module: Module) -> Any:
-    """A CLI argument for parameter ``index``: JSON, else a `.ks` expression."""
-    t = sig.arg if len(_params(sig)) == 1 else sig.arg.elems[index]
+def _cli_value(text: str, index: int, module: Module) -> tuple[str, Any, Type | None]:
+    """An argument as ("json", value, None) or ("ks", value, type)."""
     try:
-        value = json.loads(text)
+        return "json", json.loads(text), None
     except ValueError:
-        return evaluate(text, module, expected=t, filename=f"<argument {index + 1}>")
-    try:
-        return from_python(value, t, f"argument {index + 1}")
-    except PrimError as exc:
-        raise LabrysError(str(exc)) from None
+        value, t, _ = evaluate_typed(text, module, filename=f"<argument {index + 1}>")
+        return "ks", value, t
 
 
-def _params(sig: Signature) -> tuple:
-    return sig.decl.params if hasattr(sig.decl, "params") else (sig.arg,)
+def _param_count(sig: Signature) -> int:
+    if isinstance(sig.decl, ir.Def):
+        return len(sig.decl.params)
+    return len(sig.arg.elems) if isinstance(sig.arg, TTuple) else 1
+
+
+def _param_types(sig: Signature, n: int) -> tuple[Type, ...] | None:
+    count = _param_count(sig)
+    if count != n:
+        return None
+    return (sig.arg,) if count == 1 else sig.arg.elems
+
+
+def _convert(arg: tuple[str, Any, Type | None], t: Type, index: int, strict: bool) -> Any:
+    kind, value, vt = arg
+    if kind == "ks":
+        if vt != t:
+            raise PrimError(f"argument {index + 1}: expected a value of type {t}, got {vt}")
+        return value
+    return from_python(value, t, f"argument {index + 1}", strict)
+
+
+def choose_overload(f: Function, texts: list[str], module: Module) -> tuple[Signature, Any]:
+    """The overload of ``f`` the CLI arguments fit (exact JSON kinds first), and its argument."""
+    args = [_cli_value(t, i, module) for i, t in enumerate(texts)]
+    errors: list[str] = []
+    for strict in (True, False):
+        for sig in f.sigs:
+            types = _param_types(sig, len(args))
+            if types is None:
+                n = _param_count(sig)
+                errors.append(f"{show_name(sig.name)} takes {n} argument{'s' * (n != 1)} ({sig.arg}), "
+                              f"got {len(args)}")
+                continue
+            try:
+                values = tuple(_convert(a, t, i, strict) for i, (a, t) in enumerate(zip(args, types)))
+            except PrimError as exc:
+                errors.append(str(exc))
+                continue
+            return sig, values[0] if len(values) == 1 else values
+    raise LabrysError(errors[-1] if len(f.sigs) == 1 else
+                      f"no overload of {show_name(f.name)} accepts these arguments: " + "; ".join(dict.fromkeys(errors)))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -43,20 +82,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         module.function("main")()
         sys.stdout.flush()
         return 0
-    f = module.function(args.fn)
-    errors = []
-    for sig in f.sigs:
-        n = len(_params(sig))
-        if n != len(args.args):
-            errors.append(f"{f.name if isinstance(f.name, str) else args.fn} takes {n} argument"
-                          f"{'s' * (n != 1)} ({sig.arg}), got {len(args.args)}")
-            continue
-        values = tuple(_parse_arg(a, i, sig, module) for i, a in enumerate(args.args))
-        result = module.interpreter.call(sig, values[0] if n == 1 else values)
-        sys.stdout.flush()
-        print(format_value(result, top=False))
-        return 0
-    raise LabrysError("; ".join(errors))
+    sig, value = choose_overload(module.function(args.fn), args.args, module)
+    result = module.interpreter.call(sig, value)
+    sys.stdout.flush()
+    print(format_value(result, top=False))
+    return 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:

@@ -21,27 +21,52 @@ _meta = dict(default=None, compare=False, repr=False, kw_only=True)
 
 
 class Expr:
+    """Base of expression nodes.
+
+    Note [Iterative equality]: ``==`` and ``hash`` on expressions walk the
+    tree with an explicit stack (hashes are cached), so comparing or hashing
+    a 10^4-deep program works on any thread; dataclass-generated versions
+    would recurse in C and can overflow the stack.
+    """
+
     __slots__ = ()
     type: Type | None
     span: Span | None
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Expr) and _structurally_equal(self, other)
 
-@dataclass(frozen=True, slots=True)
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return _structural_hash(self)
+
+    def __repr__(self) -> str:
+        from ..syntax.printer import show_expr
+
+        text = show_expr(self)
+        return f"<{type(self).__name__} {text if len(text) < 200 else text[:200] + '...'}>"
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Const(Expr):
     value: float | int | bool | str
     ctype: Type  # part of equality: 1, 1.0 and True are equal in Python
     type: Type | None = field(**_meta)
     span: Span | None = field(**_meta)
+    _hash: int | None = field(default=None, init=False, compare=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Var(Expr):
     name: str
     type: Type | None = field(**_meta)
     span: Span | None = field(**_meta)
+    _hash: int | None = field(default=None, init=False, compare=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Call(Expr):
     """Call of a top-level function or primitive ``func`` on one argument."""
 
@@ -49,9 +74,10 @@ class Call(Expr):
     arg: Expr
     type: Type | None = field(**_meta)
     span: Span | None = field(**_meta)
+    _hash: int | None = field(default=None, init=False, compare=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class App(Expr):
     """Application of a first-class function value (LANGUAGE.md §7)."""
 
@@ -59,18 +85,20 @@ class App(Expr):
     arg: Expr
     type: Type | None = field(**_meta)
     span: Span | None = field(**_meta)
+    _hash: int | None = field(default=None, init=False, compare=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Lam(Expr):
     var: str
     var_type: Type
     body: Expr
     type: Type | None = field(**_meta)
     span: Span | None = field(**_meta)
+    _hash: int | None = field(default=None, init=False, compare=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Let(Expr):
     """``let x = rhs in body``, or with a tuple pattern ``(x y z)``."""
 
@@ -79,29 +107,33 @@ class Let(Expr):
     body: Expr
     type: Type | None = field(**_meta)
     span: Span | None = field(**_meta)
+    binding_span: Span | None = field(**_meta)  # the (PATTERN EXPR) part
+    _hash: int | None = field(default=None, init=False, compare=False, repr=False)
 
     @property
     def names(self) -> tuple[str, ...]:
         return (self.binder,) if isinstance(self.binder, str) else self.binder
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class If(Expr):
     cond: Expr
     then: Expr
     orelse: Expr
     type: Type | None = field(**_meta)
     span: Span | None = field(**_meta)
+    _hash: int | None = field(default=None, init=False, compare=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Tuple(Expr):
     elems: tuple[Expr, ...]
     type: Type | None = field(**_meta)
     span: Span | None = field(**_meta)
+    _hash: int | None = field(default=None, init=False, compare=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Get(Expr):
     """``get$index$size``: 1-based projection out of a ``size``-tuple."""
 
@@ -110,17 +142,19 @@ class Get(Expr):
     arg: Expr
     type: Type | None = field(**_meta)
     span: Span | None = field(**_meta)
+    _hash: int | None = field(default=None, init=False, compare=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Assert(Expr):
     cond: Expr
     body: Expr
     type: Type | None = field(**_meta)
     span: Span | None = field(**_meta)
+    _hash: int | None = field(default=None, init=False, compare=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Inj(Expr):
     """``(inl (Sum A B) e)`` when ``left``, else ``(inr (Sum A B) e)``."""
 
@@ -129,9 +163,10 @@ class Inj(Expr):
     arg: Expr
     type: Type | None = field(**_meta)
     span: Span | None = field(**_meta)
+    _hash: int | None = field(default=None, init=False, compare=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Case(Expr):
     scrut: Expr
     left_var: str
@@ -140,15 +175,69 @@ class Case(Expr):
     right_body: Expr
     type: Type | None = field(**_meta)
     span: Span | None = field(**_meta)
+    _hash: int | None = field(default=None, init=False, compare=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class FnRef(Expr):
     """``(fn NAME)``: a top-level function as a first-class value."""
 
     func: Name
     type: Type | None = field(**_meta)
     span: Span | None = field(**_meta)
+    _hash: int | None = field(default=None, init=False, compare=False, repr=False)
+
+
+# The fields of each node that are not sub-expressions (compared before children).
+_HEAD = {Const: ("value", "ctype"), Var: ("name",), Call: ("func",), App: (), Lam: ("var", "var_type"),
+         Let: ("binder",), If: (), Tuple: (), Get: ("index", "size"), Assert: (), Inj: ("left", "sum_type"),
+         Case: ("left_var", "right_var"), FnRef: ("func",)}
+
+
+def _head(e: Expr) -> tuple:
+    h = tuple(getattr(e, f) for f in _HEAD[type(e)])
+    if type(e) is Const and isinstance(e.value, float):
+        return (repr(e.value), e.ctype)  # distinguishes -0.0 from 0.0 and equates nan with nan
+    return h
+
+
+def _kids(e: Expr) -> tuple[Expr, ...]:
+    from .traverse import children
+
+    return tuple(c for c, _ in children(e))
+
+
+def _structurally_equal(a: Expr, b: Expr) -> bool:
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if x is y:
+            continue
+        if type(x) is not type(y) or _head(x) != _head(y):
+            return False
+        if x._hash is not None and y._hash is not None and x._hash != y._hash:
+            return False
+        kx, ky = _kids(x), _kids(y)
+        if len(kx) != len(ky):
+            return False
+        stack.extend(zip(kx, ky))
+    return True
+
+
+def _structural_hash(e: Expr) -> int:
+    if e._hash is not None:
+        return e._hash
+    order, stack = [], [e]
+    while stack:  # post-order: every child is hashed before its parent
+        x = stack.pop()
+        if x._hash is None:
+            order.append(x)
+            stack.extend(_kids(x))
+    for x in reversed(order):
+        if x._hash is None:
+            h = hash((type(x).__name__, _head(x), tuple(k._hash for k in _kids(x))))
+            object.__setattr__(x, "_hash", h)
+    return e._hash
 
 
 # --- declarations -----------------------------------------------------------

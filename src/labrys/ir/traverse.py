@@ -58,7 +58,7 @@ def rebuild(e: Expr, kids: list[Expr]) -> Expr:
         case Lam(v, t, _):
             return Lam(v, t, kids[0], **meta)
         case Let(b, _, _):
-            return Let(b, kids[0], kids[1], **meta)
+            return Let(b, kids[0], kids[1], binding_span=e.binding_span, **meta)
         case If():
             return If(kids[0], kids[1], kids[2], **meta)
         case Tuple():
@@ -153,7 +153,8 @@ def _rename_binders(e: Expr, renames: dict[str, str]) -> Expr:
         case Lam(v, t, body):
             return Lam(r(v), t, body, **meta)
         case Let(b, rhs, body):
-            return Let(r(b) if isinstance(b, str) else tuple(map(r, b)), rhs, body, **meta)
+            return Let(r(b) if isinstance(b, str) else tuple(map(r, b)), rhs, body,
+                       binding_span=e.binding_span, **meta)
         case Case(s, lv, lb, rv, rb):
             return Case(s, r(lv), lb, r(rv), rb, **meta)
     return e

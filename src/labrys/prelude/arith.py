@@ -9,6 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TBase, TTensor, TTuple, Type
+from ..types.tangent import tangent_type
 from ..values import DeltaVec, PrimError, dense, make_vec, numel
 from .registry import args_of, primitive, spread
 
@@ -96,29 +97,45 @@ def _fdiv(a: float, b: float) -> float:
         return math.copysign(math.inf, a) * math.copysign(1.0, b)
 
 
+def wrap64(x: int) -> int:
+    """Integers are signed 64-bit: arithmetic wraps around (two's complement)."""
+    return x if -0x8000000000000000 <= x <= 0x7FFFFFFFFFFFFFFF else ((x + (1 << 63)) % (1 << 64)) - (1 << 63)
+
+
 def _idiv(a: int, b: int) -> int:
     """Integer division truncating toward zero (LANGUAGE.md §5)."""
     if b == 0:
         raise PrimError("Integer division by zero")
     q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
+    return wrap64(q if (a >= 0) == (b > 0) else -q)
 
 
 def _elementwise_type(t: Type) -> Type | None:
     ab = args_of(t, 2)
-    return ab[0] if ab and ab[0] == ab[1] and is_numeric(ab[0]) else None
+    if ab and ab[0] == ab[1] and is_numeric(ab[0]):
+        return ab[0]
+    if ab and isinstance(ab[0], TTensor) and ab[0].elem == FLOAT and ab[1] == FLOAT:
+        return ab[0]  # tensor and scalar (the Knossos prelude's (sub v maxv))
+    return None
 
 
 def _binary(name: str, op: Op2, array: Op2, doc: str, on_int: Op2 | None = None) -> None:
     def scalar(t: Type) -> Op2:
         return (on_int or op) if t == INTEGER else op
 
-    primitive(name, _elementwise_type,
-              lambda t: spread(lift2(name, args_of(t, 2)[0], scalar, array)), doc)
+    def impl(t: Type):
+        a, b = args_of(t, 2)
+        if a != b:
+            return spread(lambda v, k: array(dense(v), k))
+        return spread(lift2(name, a, scalar, array))
+
+    primitive(name, _elementwise_type, impl, doc + " A Tensor N Float and a Float: the Float is applied to every element.")
 
 
-_binary("add", operator.add, np.add, "Sum; elementwise on tensors and tuples.")
-_binary("sub", operator.sub, np.subtract, "Difference; elementwise on tensors and tuples.")
+_binary("add", operator.add, np.add, "Sum; elementwise on tensors and tuples.",
+        lambda a, b: wrap64(a + b))
+_binary("sub", operator.sub, np.subtract, "Difference; elementwise on tensors and tuples.",
+        lambda a, b: wrap64(a - b))
 _binary("div", _fdiv, np.divide, "Quotient (Integer: truncating toward zero); elementwise.", _idiv)
 
 
@@ -129,6 +146,8 @@ def _mul_type(t: Type) -> Type | None:
     a, b = ab
     if a == b and is_numeric(a):
         return a
+    if (a, b) == (FLOAT, INTEGER):
+        return FLOAT  # the Knossos prelude's (mul x n)
     if a == FLOAT and is_float_struct(b):
         return b
     if b == FLOAT and is_float_struct(a):
@@ -163,7 +182,10 @@ def _matvec(m: Any, v: np.ndarray) -> np.ndarray:
 def _mul_impl(t: Type) -> Callable[[Any], Any]:
     a, b = t.elems
     if a == b:
-        return spread(lift2("mul", a, lambda _: operator.mul, np.multiply))
+        scalar = lambda t: (lambda x, y: wrap64(x * y)) if t == INTEGER else operator.mul  # noqa: E731
+        return spread(lift2("mul", a, scalar, np.multiply))
+    if b == INTEGER:
+        return spread(lambda x, n: x * float(n))
     if a == FLOAT:
         return spread(_scale(b))
     if b == FLOAT:
@@ -185,7 +207,8 @@ primitive("mul", _mul_type, _mul_impl,
           cost=_mul_cost)
 
 primitive("neg", lambda t: t if is_numeric(t) else None,
-          lambda t: lift1(t, operator.neg, np.negative), "Negation; elementwise.")
+          lambda t: lift1(t, lambda x: wrap64(-x) if isinstance(x, int) else -x, np.negative),
+          "Negation; elementwise.")
 
 
 # --- comparison and logic ---------------------------------------------------
@@ -199,8 +222,43 @@ def _compare(name: str, op: Op2, types: tuple[Type, ...]) -> None:
               cost=lambda r, a: 1)
 
 
-for _name, _op in (("eq", operator.eq), ("ne", operator.ne)):
-    _compare(_name, _op, (FLOAT, INTEGER, BOOL, STRING))
+def _has_function(t: Type) -> bool:
+    match t:
+        case TTensor(_, elem):
+            return _has_function(elem)
+        case TTuple(elems):
+            return any(map(_has_function, elems))
+        case TBase():
+            return False
+    return True
+
+
+def values_equal(a: Any, b: Any) -> bool:
+    """Structural equality of data values (tuples, tensors, sums)."""
+    a, b = dense(a), dense(b)
+    if isinstance(a, np.ndarray):
+        return a.shape == b.shape and all(values_equal(x, y) for x, y in zip(a.flat, b.flat))
+    if isinstance(a, tuple):
+        return all(values_equal(x, y) for x, y in zip(a, b))
+    return bool(a == b)
+
+
+def _equality(name: str, negate: bool) -> None:
+    def typeof(t: Type) -> Type | None:
+        ab = args_of(t, 2)
+        return BOOL if ab and ab[0] == ab[1] and not _has_function(ab[0]) else None
+
+    def impl(t: Type):
+        simple = isinstance(t.elems[0], TBase)
+        eq = operator.eq if simple else values_equal
+        return spread((lambda a, b: not eq(a, b)) if negate else eq)
+
+    primitive(name, typeof, impl, f"{'In' if negate else ''}equality of two values of the same type.",
+              cost=lambda r, a: numel(a))
+
+
+_equality("eq", False)
+_equality("ne", True)
 for _name, _op in (("lt", operator.lt), ("gt", operator.gt), ("lte", operator.le), ("gte", operator.ge)):
     _compare(_name, _op, (FLOAT, INTEGER))
 
@@ -216,27 +274,50 @@ primitive("not", lambda t: BOOL if t == BOOL else None, lambda t: operator.not_,
 
 # --- tangent-space operations (used by derivative code) ---------------------
 
-def ts_add_fn(t: Type) -> Op2:
-    """``a + b`` on values of tangent type ``t``; understands sparse vectors."""
+def add_fn(t: Type) -> Op2:
+    """``a + b`` on values of numeric type ``t``; understands sparse vectors."""
     if isinstance(t, TTensor):
-        plain = lift2("ts_add", t, lambda _: operator.add, np.add)
-        inner = ts_add_fn(t.elem)
+        plain = lift2("add", t, lambda _: operator.add, np.add)
+        inner = add_fn(t.elem)
 
         def add(a, b):
             if isinstance(b, DeltaVec) and not isinstance(a, DeltaVec):
                 a, b = b, a
             if isinstance(a, DeltaVec) and not isinstance(b, DeltaVec):
-                if b.shape[0] != a.n:
-                    raise PrimError(f"ts_add: vector sizes differ ({a.n} and {b.shape[0]})")
+                if b.shape != a.shape:
+                    raise PrimError(f"add: tensor sizes differ ({_shape(b)} and {a.n})")
                 out = b.copy()
                 out[a.index] = inner(out[a.index], a.value)
                 return out
             return plain(a, b)
         return add
     if isinstance(t, TTuple):
-        fs = [ts_add_fn(e) for e in t.elems]
+        fs = [add_fn(e) for e in t.elems]
         return lambda a, b: tuple(f(x, y) for f, x, y in zip(fs, a, b))
     return operator.add
+
+
+def ts_add_fn(t: Type) -> Op2:
+    """``x + dx`` for ``x : t`` and ``dx : dT(t)`` (Integer, Bool, String parts unchanged)."""
+    if tangent_type(t) == t:
+        return add_fn(t)
+    match t:
+        case TBase():
+            return lambda a, _: a
+        case TTuple(elems):
+            fs = [ts_add_fn(e) for e in elems]
+            return lambda a, b: tuple(f(x, y) for f, x, y in zip(fs, a, b))
+        case TTensor(_, elem):
+            inner = ts_add_fn(elem)
+            return lambda a, b: make_vec(elem, [inner(x, y) for x, y in zip(a.flat, dense(b).flat)], a.shape)
+    raise TypeError(t)
+
+
+def _ts_add_type(t: Type) -> Type | None:
+    ab = args_of(t, 2)
+    if ab is None or _has_function(ab[0]):
+        return None
+    return ab[0] if ab[1] == tangent_type(ab[0]) else None
 
 
 def _same2(t: Type) -> Type | None:
@@ -270,8 +351,8 @@ def _dot(t: Type) -> Op2:
     return lambda a, b: float(sum(f(x, y) for f, x, y in zip(fs, a, b)))
 
 
-primitive("ts_add", _same2, lambda t: spread(ts_add_fn(t.elems[0])),
-          "Addition of two tangents (any tangent type; sparse-aware).")
+primitive("ts_add", _ts_add_type, lambda t: spread(ts_add_fn(t.elems[0])),
+          "(ts_add x dx): a value plus a tangent (Integer parts unchanged); sparse-aware.")
 primitive("ts_neg", lambda t: t if _is_tangent(t) else None,
           lambda t: lift1(t, operator.neg, np.negative), "Negation of a tangent.")
 primitive("ts_scale", _ts_scale_type, lambda t: spread(_scale(t.elems[1])), "Float times a tangent.")

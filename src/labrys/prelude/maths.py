@@ -9,19 +9,18 @@ import numpy as np
 
 from ..ir.types import BOOL, FLOAT, INTEGER, TTensor, TTuple, Type
 from ..values import PrimError, dense
+from .arith import wrap64
 from .registry import args_of, primitive, spread
 
 
-def _ieee(f: Callable[..., float]) -> Callable[..., float]:
+def _ieee(f: Callable[..., float], ufunc: Callable[..., Any]) -> Callable[..., float]:
+    """``f`` from ``math`` (fast), falling back to NumPy's IEEE result where it raises."""
     def g(*xs: float) -> float:
         try:
             return f(*xs)
-        except OverflowError:
-            return math.inf
-        except ValueError:
+        except (OverflowError, ValueError):
             with np.errstate(all="ignore"):
-                return float(getattr(np, f.__name__, lambda *a: math.nan)(*xs))
-    g.__name__ = f.__name__
+                return float(ufunc(*map(np.float64, xs)))
     return g
 
 
@@ -33,15 +32,6 @@ def _sqrt(x: float) -> float:
     return math.sqrt(x) if x >= 0 else math.nan
 
 
-def _pow(x: float, y: float) -> float:
-    try:
-        return math.pow(x, y)
-    except OverflowError:
-        return math.inf if x > 0 or float(y).is_integer() and y % 2 == 0 else -math.inf
-    except ValueError:
-        return math.inf if x == 0 else math.nan
-
-
 def _lgamma(x: float) -> float:
     try:
         return math.lgamma(x)
@@ -50,15 +40,33 @@ def _lgamma(x: float) -> float:
 
 
 _UNARY = {
-    "exp": _ieee(math.exp), "log": _log, "sin": math.sin, "cos": math.cos, "tan": math.tan,
-    "tanh": math.tanh, "sinh": _ieee(math.sinh), "cosh": _ieee(math.cosh), "sqrt": _sqrt,
+    "exp": _ieee(math.exp, np.exp), "log": _log, "sin": math.sin, "cos": math.cos, "tan": math.tan,
+    "tanh": math.tanh, "sinh": _ieee(math.sinh, np.sinh), "cosh": _ieee(math.cosh, np.cosh), "sqrt": _sqrt,
     "erf": math.erf, "lgamma": _lgamma,
 }
-for _name, _f in _UNARY.items():
-    primitive(_name, lambda t: FLOAT if t == FLOAT else None, lambda t, f=_f: f, f"{_name} of a Float.",
-              cost=lambda r, a: 1)
+_UFUNC = {"exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos, "tan": np.tan, "tanh": np.tanh,
+          "sinh": np.sinh, "cosh": np.cosh, "sqrt": np.sqrt}
 
-primitive("abs", lambda t: t if t in (FLOAT, INTEGER) else None, lambda t: abs,
+
+def _unary_type(t: Type) -> Type | None:
+    return t if t == FLOAT or (isinstance(t, TTensor) and t.elem == FLOAT) else None
+
+
+def _unary_impl(scalar: Callable[[float], float], name: str):
+    ufunc = _UFUNC.get(name) or np.vectorize(scalar, otypes=[np.float64])
+
+    def on_tensor(v):
+        with np.errstate(all="ignore"):
+            return ufunc(dense(v))
+    return lambda t: scalar if t == FLOAT else on_tensor
+
+
+for _name, _f in _UNARY.items():
+    primitive(_name, _unary_type, _unary_impl(_f, _name),
+              f"{_name} of a Float; elementwise on a Tensor N Float.")
+
+primitive("abs", lambda t: t if t in (FLOAT, INTEGER) else None,
+          lambda t: (lambda x: wrap64(abs(x))) if t == INTEGER else abs,
           "Absolute value of a Float or Integer.", cost=lambda r, a: 1)
 
 
@@ -67,7 +75,7 @@ def _pow_type(t: Type) -> Type | None:
     return FLOAT if ab in ((FLOAT, FLOAT), (FLOAT, INTEGER)) else None
 
 
-primitive("pow", _pow_type, lambda t: spread(_pow), "x to the power y (y a Float or an Integer).",
+primitive("pow", _pow_type, lambda t: spread(_ieee(math.pow, np.power)), "x to the power y (y a Float or an Integer).",
           cost=lambda r, a: 1)
 
 

@@ -29,14 +29,26 @@ for _hint in ("$trace", "$inline", "$copydown"):
 _MASK = (1 << 64) - 1
 
 
+def ranhash(v: int) -> int:
+    """The Knossos runtime's integer hash (``knossos.h``), bit for bit."""
+    v = (v * 3935559000370003845) & _MASK
+    v = (v + 2691343689449507681) & _MASK
+    v ^= v >> 21
+    v ^= (v << 37) & _MASK
+    v ^= v >> 4
+    v = (v * 4768777513237032717) & _MASK
+    v ^= (v << 20) & _MASK
+    v ^= v >> 41
+    v ^= (v << 5) & _MASK
+    return v
+
+
 def ranhashdoub(seed: int) -> float:
-    """SplitMix64 of the seed, scaled to [0, 1): deterministic test data."""
-    z = (seed * 0x9E3779B97F4A7C15 + 0x9E3779B97F4A7C15) & _MASK
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
-    z ^= z >> 31
-    return (z >> 11) / float(1 << 53)
+    """The Knossos ``$ranhashdoub``: ``ranhash(seed)`` scaled to [0, 1), so programs
+    written for Knossos reproduce their golden values."""
+    return 5.42101086242752217e-20 * float(ranhash(seed & _MASK))
 
 
 primitive("$ranhashdoub", lambda t: FLOAT if t == INTEGER else None, lambda t: ranhashdoub,
-          "($ranhashdoub i): a deterministic pseudo-random Float in [0, 1) from an Integer seed.")
+          "($ranhashdoub i): a deterministic pseudo-random Float in [0, 1) from an Integer seed "
+          "(the Knossos runtime's hash).")

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..ir.types import FLOAT, INTEGER, TLam, TTensor, TTuple, Type
 from ..values import DeltaVec, PrimError, dense, make_vec, numel, zero_like
-from .arith import is_numeric, ts_add_fn
+from .arith import add_fn, is_numeric
 from .registry import METER, args_of, primitive, spread
 
 
@@ -73,14 +73,14 @@ primitive("build", _build_type, _build_impl,
 def accumulator(t: Type) -> Callable[[Any, Any], Any]:
     """``acc, x ↦ acc + x`` that may reuse ``acc`` (which the caller owns)."""
     if isinstance(t, TTensor):
-        add = ts_add_fn(t)
+        add = add_fn(t)
         is_float = t.elem == FLOAT
 
         def acc_add(acc, x):
             if is_float and isinstance(acc, np.ndarray):
                 if isinstance(x, DeltaVec):
-                    if x.n != acc.shape[0]:
-                        raise PrimError(f"sum: vector sizes differ ({acc.shape[0]} and {x.n})")
+                    if x.shape != acc.shape:
+                        raise PrimError(f"sum: tensor sizes differ ({acc.shape} and {x.shape})")
                     acc[x.index] += x.value
                     return acc
                 x = dense(x)
@@ -93,7 +93,7 @@ def accumulator(t: Type) -> Callable[[Any, Any], Any]:
     if isinstance(t, TTuple):
         fs = [accumulator(e) for e in t.elems]
         return lambda acc, x: tuple(f(a, b) for f, a, b in zip(fs, acc, x))
-    return ts_add_fn(t)
+    return add_fn(t)
 
 
 def owned(x: Any) -> Any:
@@ -177,7 +177,7 @@ primitive("sum", _sum_type, _sum_impl, "Sum of the elements of a vector (of numb
 def _index_impl(t: Type) -> Callable:
     def index(i, v):
         if isinstance(v, DeltaVec):
-            _check_bounds((i,), (v.n,))
+            _check_bounds((i,) if isinstance(i, int) else tuple(i), v.shape)
             return v.value if i == v.index else zero_like(v.value)
         idx = (i,) if isinstance(i, int) else tuple(i)
         if len(idx) != v.ndim:
@@ -267,36 +267,45 @@ primitive("map", _map_type, _map_impl, "(map (lam (x : A) e) v): e applied to ev
 
 # --- constVec / deltaVec / unzip / dup / elim ------------------------------
 
+def _const_vec_type(t: Type) -> Type | None:
+    ab = args_of(t, 2)
+    rank = _rank_of_size(ab[0]) if ab else None
+    return TTensor(rank, ab[1]) if rank else None
+
+
 def _const_vec_impl(t: Type) -> Callable:
     elem = t.elems[1]
 
     def const_vec(n, x):
-        (k,) = _shape(n, "constVec")
-        return make_vec(elem, [x] * k)
+        shape = _shape(n, "constVec")
+        if elem == FLOAT:
+            return np.full(shape, x, dtype=np.float64)
+        return make_vec(elem, [x] * int(np.prod(shape)), shape)
     return spread(const_vec)
 
 
-primitive("constVec", lambda t: TTensor(1, args_of(t, 2)[1]) if args_of(t, 2) and args_of(t, 2)[0] == INTEGER else None,
-          _const_vec_impl, "(constVec n x): n copies of x.")
+primitive("constVec", _const_vec_type, _const_vec_impl,
+          "(constVec n x): n copies of x (n an N-tuple: a Tensor N).")
+
+
+def _delta_vec_type(t: Type) -> Type | None:
+    abc = args_of(t, 3)
+    rank = _rank_of_size(abc[0]) if abc else None
+    return TTensor(rank, abc[2]) if rank and abc[1] == abc[0] else None
 
 
 def _delta_vec_impl(t: Type) -> Callable:
     elem = t.elems[2]
 
     def delta_vec(n, i, x):
-        (k,) = _shape(n, "deltaVec")
-        _check_bounds((i,), (k,))
-        return DeltaVec(k, i, x, elem)
+        shape = _shape(n, "deltaVec")
+        _check_bounds((i,) if isinstance(i, int) else tuple(i), shape)
+        return DeltaVec(n, i, x, elem)
     return spread(delta_vec)
 
 
-def _delta_vec_type(t: Type) -> Type | None:
-    abc = args_of(t, 3)
-    return TTensor(1, abc[2]) if abc and abc[0] == INTEGER and abc[1] == INTEGER else None
-
-
 primitive("deltaVec", _delta_vec_type, _delta_vec_impl,
-          "(deltaVec n i x): length-n vector with x at i and zero elsewhere, stored sparsely.",
+          "(deltaVec n i x): size-n tensor with x at i and zero elsewhere, stored sparsely.",
           cost=lambda r, a: numel(r))
 
 

@@ -16,6 +16,8 @@ from ..util.deep import deep
 from .sexpr import Atom, SExpr, SList, read
 
 _GET = re.compile(r"get\$([0-9]+)\$([0-9]+)\Z")
+# Older Knossos programs spell [fwd f] as fwd$f (and [D $ranhashdoub] as D$$ranhashdoub).
+_OLD_DERIVED = re.compile(r"(D|Dt|R|fwd|rev|fwdt|revt|CL|shape|suffwdpass|sufrevpass|sufrev)\$(.+)\Z")
 _TYPE_HEADS = {"Tuple", "Vec", "Tensor", "Lam", "LM", "Sum"}
 _KEYWORDS = {"let", "if", "tuple", "lam", "assert", "inl", "inr", "case", "fn",
              "def", "edef", "gdef", "rule", ":"}
@@ -102,7 +104,9 @@ def _looks_like_type(x: SExpr) -> bool:
 def parse_name(x: SExpr) -> Name:
     """``f``, ``[f T]``, ``[rev f]``, ``[fwd [f (Tuple Float Float)]]``."""
     if isinstance(x, Atom):
-        return _sym(x, "a function name")
+        name = _sym(x, "a function name")
+        old = _OLD_DERIVED.match(name)
+        return DerivedName(old.group(1), old.group(2)) if old else name
     if x.bracket != "[" or len(x.items) < 2:
         raise _err("expected a function name such as f, [f Float] or [rev f]", x)
     head, rest = x.items[0], x.items[1:]
@@ -115,6 +119,8 @@ def _param(x: SExpr) -> ir.Param:
     if not (isinstance(x, SList) and len(x.items) >= 3 and _is_sym(x.items[1], ":")):
         raise _err("expected a parameter '(name : Type)'", x)
     name = _sym(x.items[0], "a parameter name")
+    if name in _KEYWORDS or name in ("true", "false"):
+        raise _err(f"'{name}' is a keyword and cannot name a parameter", x.items[0])
     return ir.Param(name, _type_from_items(x.items[2:], x), span=x.span)
 
 
@@ -182,14 +188,35 @@ class _ExprParser:
         return ir.const(x.value, span=x.span)
 
     def call(self, x: SList, head: SExpr, args: tuple[SExpr, ...]) -> ir.Expr:
+        if isinstance(head, Atom) and head.kind != "sym" and not args:
+            return self.atom(head)  # Note [Parenthesised atoms]: (0.0) is 0.0
         if isinstance(head, SList) and head.bracket == "(":
             raise _err("only a named function can be called; bind the function to a variable first", head)
+        if _is_sym(head) and self.scope.get(head.value):
+            return ir.App(ir.Var(head.value, span=head.span), self.arg(x, args), span=x.span)
         name = parse_name(head)
+        if name in _OLD_FUNCTION_ARGS:
+            return self.old_function_args(x, name, args)
+        return ir.Call(name, self.arg(x, args), span=x.span)
+
+    def arg(self, x: SList, args: tuple[SExpr, ...]) -> ir.Expr:
         parsed = [self.expr(a) for a in args]
-        arg = parsed[0] if len(parsed) == 1 else ir.Tuple(tuple(parsed), span=x.span)
-        if isinstance(name, str) and self.scope.get(name):
-            return ir.App(ir.Var(name, span=head.span), arg, span=x.span)
-        return ir.Call(name, arg, span=x.span)
+        return parsed[0] if len(parsed) == 1 else ir.Tuple(tuple(parsed), span=x.span)
+
+    def old_function_args(self, x: SList, name: str, args: tuple[SExpr, ...]) -> ir.Expr:
+        """Older programs pass function names bare: ``($trace mul@ff x x)`` means
+        ``($trace (mul@ff x x))`` and ``($check f rev$f x dx df)`` passes f, rev$f."""
+        def is_fn(a: SExpr) -> bool:
+            return isinstance(a, Atom) and a.kind == "sym" and not self.scope.get(a.value) \
+                and a.value not in ("true", "false")
+        if name == "$trace" and len(args) > 1 and is_fn(args[0]):
+            inner = SList("(", args, Span(x.span.source, args[0].span.start, args[-1].span.end))
+            return ir.Call(name, self.expr(inner), span=x.span)
+        if name == "$check" and len(args) >= 2:
+            fns = [ir.FnRef(parse_name(a), span=a.span) if is_fn(a) else self.expr(a) for a in args[:2]]
+            rest = [self.expr(a) for a in args[2:]]
+            return ir.Call(name, ir.Tuple(tuple(fns + rest), span=x.span), span=x.span)
+        return ir.Call(name, self.arg(x, args), span=x.span)
 
     def arity(self, x: SList, args: tuple, k: int, shape: str) -> None:
         if len(args) != k:
@@ -217,8 +244,9 @@ class _ExprParser:
         finally:
             for pattern, _, _ in lets:
                 self.unbind(pattern if isinstance(pattern, tuple) else (pattern,))
-        for pattern, rhs, span in reversed(lets):
-            result = ir.Let(pattern, rhs, result, span=span.to(x.span) if span is not bindings.span else x.span)
+        for k, (pattern, rhs, span) in reversed(list(enumerate(lets))):
+            whole = x.span if k == 0 else Span(span.source, span.start, x.span.end)
+            result = ir.Let(pattern, rhs, result, span=whole, binding_span=span)
         return result
 
     def form_if(self, x: SList, args: tuple[SExpr, ...]) -> ir.Expr:
@@ -274,6 +302,15 @@ class _ExprParser:
         self.arity(x, args, 1, "(fn NAME) or (fn [NAME T])")
         return ir.FnRef(parse_name(args[0]), span=x.span)
 
+
+_OLD_FUNCTION_ARGS = ("$trace", "$check")
+
+# Note [Parenthesised atoms]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Older Knossos programs write (0.0) for 0.0 and (x) for a variable x.  A
+# parenthesised literal is the literal.  (x) with x local parses as an
+# application of x to (tuple), which the checker reads back as the variable
+# when x is not a function (see _Checker, case App).
 
 _FORMS = {name: getattr(_ExprParser, "form_" + name)
           for name in ("let", "if", "tuple", "lam", "assert", "inl", "inr", "case", "fn")}

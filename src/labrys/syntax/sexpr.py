@@ -65,6 +65,8 @@ def _read_string(text: str, i: int, src: Source) -> tuple[str, int]:
             return "".join(out), j + 1
         if ch == "\\":
             esc = text[j + 1:j + 2]
+            if not esc:
+                raise LabrysError("unterminated string literal", Span(src, i, i + 1))
             if esc not in _ESCAPES:
                 raise LabrysError(f"unknown escape '\\{esc}' in string", Span(src, j, j + 2))
             out.append(_ESCAPES[esc])
@@ -76,7 +78,10 @@ def _read_string(text: str, i: int, src: Source) -> tuple[str, int]:
 
 def _atom(text: str, span: Span) -> Atom:
     if _INT.match(text):
-        return Atom("int", int(text), span)
+        value = int(text)
+        if not -(1 << 63) <= value < (1 << 63):
+            raise LabrysError(f"Integer literal {text} does not fit in 64 bits", span)
+        return Atom("int", value, span)
     if _FLOAT.match(text):
         return Atom("float", float(text), span)
     return Atom("sym", text, span)
@@ -118,7 +123,7 @@ def read(src: Source) -> list[SExpr]:
                 node = Atom("str", value, Span(src, i, j))
             else:
                 j = i
-                while j < n and text[j] not in _DELIMS:
+                while j < n and text[j] not in _DELIMS and not text.startswith("#|", j):
                     j += 1
                 node = _atom(text[i:j], Span(src, i, j))
             (stack[-1][2] if stack else top).append(node)

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 
 from ..errors import LabrysError, Span
 from ..ir import nodes as ir
-from ..ir.names import DerivedName, Name, TypedName, erase_types, selected_type, show_name
+from ..ir.names import DerivedName, Name, TypedName, base_name, erase_types, selected_type, show_name
 from ..ir.types import BOOL, TLam, TSum, TTuple, Type
 from ..prelude import Primitive, lookup
 from ..util.deep import deep
-from .tangent import derived_signature
+from .tangent import PENDING, derived_signature
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,23 @@ class Functions:
         prim = lookup(name)
         if prim is not None and prim.typeof(arg) is not None:
             return prim
+        return self.derive_on_demand(name, arg)
+
+    def derive_on_demand(self, name: Name, arg: Type) -> Signature | None:
+        """``[fwd f]`` called without a gdef: older Knossos programs derive every
+        function implicitly; the signature is made (and kept) on first use."""
+        if not isinstance(name, DerivedName):
+            return None
+        for base in self.candidates(name.base):
+            if selected_type(name.base) not in (None, base.arg):
+                continue
+            conv = _try_signature(name.derivation, base)
+            if conv is not None and conv[0] == arg:
+                gdef = ir.Gdef(name.derivation, TypedName(base_name(base.name), base.arg)
+                               if isinstance(base.name, str) else base.name, span=base.decl.span)
+                sig = Signature(DerivedName(name.derivation, erase_types(base.name)), conv[0], conv[1], gdef, base.arg)
+                self.groups.setdefault(erase_types(sig.name), []).append(sig)
+                return sig
         return None
 
     def by_name(self, name: Name) -> Signature | None:
@@ -68,7 +85,18 @@ class Functions:
         wanted = selected_type(name)
         sigs = [s for s in self.candidates(name)
                 if wanted is None or (s.primal or s.arg) == wanted]
+        if not sigs and isinstance(name, DerivedName):
+            base = self.by_name(name.base)
+            conv = base and _try_signature(name.derivation, base)
+            return self.derive_on_demand(name, conv[0]) if conv else None
         return sigs[0] if len(sigs) == 1 else None
+
+
+def _try_signature(derivation: str, base: Signature) -> tuple[Type, Type] | None:
+    try:
+        return derived_signature(derivation, base.arg, base.ret)
+    except ValueError:  # no tangent type
+        return None
 
 
 def _same_primal(a: Signature, b: Signature) -> bool:
@@ -122,6 +150,8 @@ class _Checker:
                 return ir.Call(func, a, type=self.call_type(func, a.type, where), span=e.span)
             case ir.App(func, arg):
                 f, a = self.expr(func, where), self.expr(arg, where)
+                if not isinstance(f.type, TLam) and arg == ir.Tuple(()) and isinstance(f, ir.Var):
+                    return f  # Note [Parenthesised atoms]
                 if not isinstance(f.type, TLam):
                     raise _err(f"'{_show(func)}' is not a function: it has type {f.type}", where)
                 if f.type.arg != a.type:
@@ -138,9 +168,10 @@ class _Checker:
                 elif isinstance(r.type, TTuple) and len(r.type.elems) == len(names):
                     types = r.type.elems
                 else:
-                    raise _err(f"cannot destructure a value of type {r.type} into {len(names)} variables", where)
+                    raise _err(f"cannot destructure a value of type {r.type} into {len(names)} variables",
+                               e.binding_span or where)
                 b = self.under(names, types, body, where)
-                return ir.Let(binder, r, b, type=b.type, span=e.span)
+                return ir.Let(binder, r, b, type=b.type, span=e.span, binding_span=e.binding_span)
             case ir.If(cond, then, orelse):
                 c, t, f = self.expr(cond, where), self.expr(then, where), self.expr(orelse, where)
                 self.expect(c, BOOL, "the condition of 'if'", where)
@@ -167,7 +198,7 @@ class _Checker:
             case ir.Case(scrut, lv, lb, rv, rb):
                 s = self.expr(scrut, where)
                 if not isinstance(s.type, TSum):
-                    raise _err(f"'case' needs a value of a Sum type, got {s.type}", where)
+                    raise _err(f"'case' needs a value of a Sum type, got {s.type}", s.span or where)
                 l_ = self.under((lv,), (s.type.left,), lb, where)
                 r_ = self.under((rv,), (s.type.right,), rb, where)
                 if l_.type != r_.type:
@@ -222,7 +253,9 @@ def collect_functions(program: ir.Program) -> Functions:
             fs.add(Signature(d.name, d.arg_type, d.ret, d, _primal_of_name(d.name)))
     for d in program.decls:
         if isinstance(d, ir.Gdef):
-            fs.add(_gdef_signature(d, fs))
+            sig = _gdef_signature(d, fs)
+            if sig is not None:
+                fs.add(sig)
     return fs
 
 
@@ -235,14 +268,19 @@ def _primal_of_name(name: Name) -> Type | None:
     return selected_type(name) if isinstance(name, DerivedName) else None
 
 
-def _gdef_signature(d: ir.Gdef, fs: Functions) -> Signature:
+def _gdef_signature(d: ir.Gdef, fs: Functions) -> Signature | None:
     base = fs.by_name(d.name)
-    if base is None or not isinstance(base.decl, ir.Def):
+    if base is None or isinstance(base.decl, ir.Edef):
         what = "no def" if not fs.candidates(d.name) else "no single def"
         raise _err(f"gdef {d.derivation}: {what} matches {show_name(d.name)}", d.span,
                    "write the argument type: (gdef DERIVATION [NAME ARGTYPE])")
-    conv = derived_signature(d.derivation, base.arg, base.ret)
+    try:
+        conv = derived_signature(d.derivation, base.arg, base.ret)
+    except ValueError as exc:  # no tangent type (a linear map)
+        raise _err(f"gdef {d.derivation}: {exc}", d.span) from None
     if conv is None:
+        if d.derivation in PENDING:
+            return None
         raise _err(f"unknown derivation '{d.derivation}'", d.span)
     name = DerivedName(d.derivation, base.name if isinstance(base.name, TypedName) else erase_types(base.name))
     return Signature(name, conv[0], conv[1], d, base.arg)

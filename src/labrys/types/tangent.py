@@ -41,7 +41,23 @@ def _jacobian(s: Type, t: Type) -> tuple[Type, Type]:
     return s, TLM(tangent_type(s), tangent_type(t))
 
 
-CONVENTIONS = {"fwd": _fwd, "rev": _rev, "D": _jacobian}
+def shape_type(t: Type) -> Type:
+    """The type of ``(shape x)`` for ``x : t``: sizes without values."""
+    match t:
+        case TTuple(elems):
+            return TTuple(tuple(shape_type(e) for e in elems))
+        case TTensor(rank, elem):
+            return TTensor(rank, shape_type(elem))
+    return UNIT
+
+
+CONVENTIONS = {
+    "fwd": _fwd, "rev": _rev, "D": _jacobian, "sufrev": _rev,
+    "CL": lambda s, t: (s, t), "shape": lambda s, t: (s, shape_type(t)),
+}
+# Derivations whose signature depends on the generated code (the BOG type of
+# split reverse mode): a gdef of them is accepted; calls need the algorithm.
+PENDING = {"suffwdpass", "sufrevpass"}
 FWD_LIKE, REV_LIKE = _fwd, _rev
 
 

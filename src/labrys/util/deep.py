@@ -32,11 +32,16 @@ _lock = threading.Lock()
 def _serve() -> None:
     while True:
         fn, box, done = _jobs.get()
+        # The limit is interpreter-wide and callers (e.g. test frameworks) may
+        # lower it: raise it for the job, restore it after (the caller waits).
+        saved = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(saved, RECURSION_LIMIT))
         try:
             box.append((True, fn()))
         except BaseException as exc:  # re-raised on the caller's thread
             box.append((False, exc))
         finally:
+            sys.setrecursionlimit(saved)
             done.set()
 
 
@@ -44,7 +49,6 @@ def _ensure_worker() -> threading.Thread:
     global _worker
     with _lock:
         if _worker is None:
-            sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
             old = threading.stack_size(STACK_BYTES)
             try:
                 _worker = threading.Thread(target=_serve, name="labrys-deep", daemon=True)
