@@ -24,6 +24,8 @@ Public API
 ``values(t)`` / ``env_values(env)``
     Strategies for argument values: Floats in [-2, 2], Integers in [0, 5],
     Bools, ``Vec Float`` of length 1-4 (Python lists), tuples of those.
+``tangent_values(t, like)``
+    Tangents / cotangents shaped like the value ``like`` of type ``t`` (for AD tests).
 ``value_has_type(v, t)``, ``all_finite(v)``
     Checks on what a labrys function returned.
 
@@ -86,7 +88,7 @@ from labrys.ir.types import BOOL, FLOAT, INTEGER, TLam, TSum, TTensor, TTuple, T
 
 __all__ = [
     "ALL_FEATURES", "NONSMOOTH", "VEC", "GenProgram", "programs", "text_programs", "exprs",
-    "values", "env_values", "value_has_type", "all_finite", "entry_def", "parse_features",
+    "values", "env_values", "tangent_values", "value_has_type", "all_finite", "entry_def", "parse_features",
 ]
 
 VEC = TTensor(1, FLOAT)
@@ -1000,6 +1002,21 @@ def values(t: Type) -> st.SearchStrategy[Any]:
     if isinstance(t, TTuple):
         return st.tuples(*(values(e) for e in t.elems))
     raise TypeError(f"no argument values of type {t}")
+
+
+def tangent_values(t: Type, like: Any) -> st.SearchStrategy[Any]:
+    """Tangent (or cotangent) values for a value ``like`` of type ``t``: Floats in
+    [-2, 2] where ``like`` has Floats, ``()`` for Integers and Bools, vectors of the
+    same length (the tangent types of LANGUAGE.md §2)."""
+    if t == FLOAT:
+        return _floats()
+    if t in (INTEGER, BOOL):
+        return st.just(())
+    if t == VEC:
+        return st.lists(_floats(), min_size=len(like), max_size=len(like))
+    if isinstance(t, TTuple):
+        return st.tuples(*(tangent_values(e, x) for e, x in zip(t.elems, like)))
+    raise TypeError(f"no tangent values for type {t}")
 
 
 def env_values(env: dict[str, Type]) -> st.SearchStrategy[dict[str, Any]]:

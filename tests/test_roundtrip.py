@@ -25,11 +25,11 @@ from labrys.ir.traverse import FreshNames, all_names, alpha_equal, children, fre
 from labrys.ir.types import FLOAT, INTEGER, TTuple, Type
 
 try:
-    from strategies import (ALL_FEATURES, ARG_BOUND, VEC, GenProgram, all_finite, env_values, exprs,
-                            programs, text_programs, value_has_type, values)
+    from strategies import (ALL_FEATURES, ARG_BOUND, NONSMOOTH, VEC, GenProgram, all_finite, env_values, exprs,
+                            programs, tangent_values, text_programs, value_has_type, values)
 except ImportError:  # tests/ made a package
-    from tests.strategies import (ALL_FEATURES, ARG_BOUND, VEC, GenProgram, all_finite, env_values, exprs,
-                                  programs, text_programs, value_has_type, values)
+    from tests.strategies import (ALL_FEATURES, ARG_BOUND, NONSMOOTH, VEC, GenProgram, all_finite, env_values,
+                                  exprs, programs, tangent_values, text_programs, value_has_type, values)
 
 # labrys runs its passes on a worker thread that raises the recursion limit the
 # first time it starts; start it now, not in the middle of a Hypothesis test.
@@ -540,3 +540,40 @@ def test_printed_call_under_a_same_named_local_keeps_its_meaning() -> None:
     program = ir.Program((ir.Def("f", FLOAT, (ir.Param("x", FLOAT),), body),))
     text = show_program(program)
     assert check_program(parse_program(text)).program == check_program(program).program
+
+
+# --- the strategy module's own promises ----------------------------------------------
+
+
+def _nodes(e: ir.Expr):
+    """Every node, except inside the (always true) conditions of asserts."""
+    yield e
+    for k, (c, _) in enumerate(children(e)):
+        if not (isinstance(e, ir.Assert) and k == 0):
+            yield from _nodes(c)
+
+
+def _has_float(t: Type) -> bool:
+    return t == FLOAT or any(_has_float(x) for x in getattr(t, "elems", ())) or getattr(t, "elem", None) == FLOAT
+
+
+@PROPERTY
+@given(programs("core,vectors,closures,sums", exclude=NONSMOOTH))
+def test_excluded_productions_do_not_appear(gp: GenProgram) -> None:
+    """With ``exclude=NONSMOOTH`` no branch and no kink depends on a Float."""
+    for d in check_program(gp.program).program.decls:
+        for e in _nodes(d.body):
+            assert not isinstance(e, (ir.If, ir.Case))
+            assert not (isinstance(e, ir.Call) and e.func in NONSMOOTH and _has_float(e.arg.type)), e
+    assert math.isfinite(_run(show_program(gp.program), gp.entry, gp.args))
+
+
+@PROPERTY
+@given(data=st.data())
+def test_tangent_values_match_tangent_types(data: st.DataObject) -> None:
+    gp = data.draw(programs("core,vectors", result="any"), label="program")
+    d = gp.entry_def
+    for p, x in zip(d.params, gp.args):
+        dx = data.draw(tangent_values(p.type, x), label=f"d{p.name}")
+        from labrys.values import from_python
+        from_python(dx, labrys.tangent_type(p.type))  # raises if dx does not fit the tangent type

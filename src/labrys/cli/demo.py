@@ -19,6 +19,6 @@ def run_demo(source: str) -> int:
     module.main()
     sys.stdout.flush()
     _rule("calling functions from Python")
-    print(f"module.f(1.5, 2.0)           = {format_value(module.f(1.5, 2.0))}")
-    print(f"module.sumsq([1.0, 2.0, 3.0]) = {format_value(module.sumsq([1.0, 2.0, 3.0]))}")
+    print(f"module.f(1.5, 0.5)              = {format_value(module.f(1.5, 0.5))}")
+    print(f"module.sqnorm([1.0, 2.0, 3.0])  = {format_value(module.sqnorm([1.0, 2.0, 3.0]))}")
     return 0
