@@ -7,6 +7,11 @@ without run-time errors and without overflow, on the inputs :func:`values`
 makes.  This module is meant to be reused by the property tests of every AD
 algorithm, so what it guarantees is spelled out here.
 
+Generated IR is in the form the parser produces, so ``parse(print(p)) == p``;
+in particular a call of a local function variable ``(g x)`` is whatever the
+parser makes of it (see :func:`local_call`).  ``labrys.check_program`` gives
+the typed form.
+
 Public API
 ----------
 ``programs(features=ALL_FEATURES, *, result="float", max_defs=3, max_depth=4, exclude=())``
@@ -26,6 +31,8 @@ Public API
     Bools, ``Vec Float`` of length 1-4 (Python lists), tuples of those.
 ``tangent_values(t, like)``
     Tangents / cotangents shaped like the value ``like`` of type ``t`` (for AD tests).
+``local_call(g, arg)``
+    The IR of ``(g arg)`` for a local function variable ``g``.
 ``value_has_type(v, t)``, ``all_finite(v)``
     Checks on what a labrys function returned.
 
@@ -87,14 +94,14 @@ from labrys.ir import nodes as ir
 from labrys.ir.types import BOOL, FLOAT, INTEGER, TLam, TSum, TTensor, TTuple, Type
 
 __all__ = [
-    "ALL_FEATURES", "NONSMOOTH", "VEC", "GenProgram", "programs", "text_programs", "exprs",
-    "values", "env_values", "tangent_values", "value_has_type", "all_finite", "entry_def", "parse_features",
+    "ALL_FEATURES", "NONSMOOTH", "VEC", "GenProgram", "programs", "text_programs", "exprs", "values",
+    "env_values", "tangent_values", "local_call", "value_has_type", "all_finite", "entry_def", "parse_features",
 ]
 
 VEC = TTensor(1, FLOAT)
 ALL_FEATURES = frozenset({"core", "vectors", "closures", "sums", "recursion"})
 #: Exclude these for programs that are smooth everywhere (no kinks, no branches).
-NONSMOOTH = frozenset({"abs", "max", "min", "if", "case", "imax", "lt", "gt", "lte", "gte"})
+NONSMOOTH = frozenset({"abs", "max", "min", "if", "case", "imax", "lt", "gt", "lte", "gte", "bool_to_float"})
 
 ARG_BOUND = 10.0       # |numbers| in arguments of helpers and lambdas
 RESULT_BOUND = 100.0   # |numbers| in results of helpers
@@ -165,6 +172,23 @@ def _I(k: int) -> ir.Const:
 
 def _call(f: str, *args: ir.Expr) -> ir.Call:
     return ir.call(f, *args)
+
+
+def _parser_makes_app() -> bool:
+    """Does the parser read ``(g x)``, for a local function ``g``, as an ``App``?
+
+    (Otherwise it makes a ``Call`` and the type checker turns it into an ``App``.)"""
+    from labrys import parse_expr
+
+    return isinstance(parse_expr("(let (g (lam (x : Float) x)) (g 1.0))").body, ir.App)
+
+
+_LOCAL_CALL_IS_APP = _parser_makes_app()
+
+
+def local_call(f: str, arg: ir.Expr) -> ir.Expr:
+    """``(f arg)`` for a local function variable ``f``, as the parser represents it."""
+    return ir.App(ir.Var(f), arg) if _LOCAL_CALL_IS_APP else ir.Call(f, arg)
 
 
 def _is_first_order(t: Type) -> bool:
@@ -478,7 +502,7 @@ class _Gen:
         f = self.draw(st.sampled_from(fs))
         vi = env[f]
         arg, _ = self.gen(vi.type.arg, env, d, ARG_BOUND)
-        return ir.App(ir.Var(f), arg), Info(vi.bound)
+        return local_call(f, arg), Info(vi.bound)
 
     def args_for(self, f: _DefInfo, env: Env, d: int) -> list[ir.Expr]:
         out = []

@@ -386,6 +386,6 @@ def test_demo_file_loads(capsys):
     if not demo.exists():
         pytest.skip("no demo.ks")
     mod = labrys.load(demo)
-    assert mod.sumsq([1.0, 2.0, 3.0]) == 14.0
+    assert mod.sqnorm([1.0, 2.0, 3.0]) == 14.0
     x, y = 1.5, 2.0
     assert math.isclose(mod.f(x, y), x * y * math.sin(x) + x / y, rel_tol=1e-15)

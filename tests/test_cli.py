@@ -324,7 +324,7 @@ def test_no_command_is_a_usage_error(tmp_path: Path) -> None:
 def test_demo(tmp_path: Path) -> None:
     proc = labrys_cli("demo", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "3.7424849598121632" in proc.stdout  # f(1.5, 2.0) of the bundled demo
+    assert "3.748121239953041" in proc.stdout  # f(1.5, 0.5) = 0.75 sin 1.5 + 3 of the bundled demo
     assert "Traceback" not in proc.stderr
 
 

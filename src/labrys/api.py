@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterator
 from .backends.interp import Interpreter, Slots
 from .errors import LabrysError, Source
 from .ir import nodes as ir
-from .ir.names import Name, erase_types, show_name
+from .ir.names import DerivedName, Name, erase_types, show_name
 from .ir.types import TTuple, Type
 from .syntax.parser import parse_expr, parse_name, parse_program, parse_type
 from .syntax.printer import show_decl, show_program
@@ -106,6 +106,9 @@ class Module:
         sigs = self.checked.functions.candidates(parsed)
         if not isinstance(parsed, str):
             sigs = [s for s in sigs if self.checked.functions.resolve(parsed, s.arg) is s]
+        if not sigs and isinstance(parsed, DerivedName):  # derived on demand, as [rev f] in a call
+            sig = self.checked.functions.by_name(parsed)
+            sigs = [sig] if sig is not None else []
         if not sigs:
             raise LabrysError(f"no function named {show_name(parsed)} in this module")
         return Function(self, parsed, sigs)

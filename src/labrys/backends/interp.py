@@ -51,7 +51,8 @@ class Interpreter:
     """Runs a checked program; ``externals`` implement edef'd functions."""
 
     def __init__(self, checked: CheckedProgram, externals: dict[Any, Callable] | None = None,
-                 derived: Callable[[Signature], Callable] | None = None) -> None:
+                 derived: "Derivations | None" = None) -> None:
+        self.checked = checked
         self.functions = checked.functions
         self.typed = {(d.name, d.arg_type): d for d in checked.program.decls if isinstance(d, ir.Def)}
         self.externals = externals if externals is not None else {}
@@ -81,11 +82,10 @@ class Interpreter:
             return self.compile_def(self.typed[(d.name, d.arg_type)])
         if isinstance(d, ir.Edef):
             return self.external(sig) or _missing_edef(sig, None)
-        if self.derived is not None:
-            return self.derived(sig)
-        def unavailable(_arg):
-            raise LabrysError(f"derivation '{d.derivation}' is not available", d.span)
-        return unavailable
+        if self.derived is None:
+            from ..ad import Derivations
+            self.derived = Derivations(self.checked)
+        return self.derived.function_for(sig, self.compile_def)
 
     def external(self, sig: Signature) -> Callable | None:
         return self.externals.get(sig.name)

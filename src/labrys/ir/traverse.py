@@ -130,6 +130,12 @@ def _subst(e: Expr, sub: dict[str, Expr], sub_fv: set[str], fresh: FreshNames) -
         return sub.get(e.name, e)
     if not sub:
         return e
+    if isinstance(e, Call) and isinstance(e.func, str) and e.func in sub:
+        # an untyped call whose head is a substituted local (Note [Calls of local functions])
+        new, arg = sub[e.func], _subst(e.arg, sub, sub_fv, fresh)
+        if isinstance(new, Var):
+            return Call(new.name, arg, type=e.type, span=e.span)
+        return App(new, arg, type=e.type, span=e.span)
     kids = []
     renames: dict[str, str] = {}
     for child, binders in children(e):
@@ -160,13 +166,21 @@ def _rename_binders(e: Expr, renames: dict[str, str]) -> Expr:
     return e
 
 
+def _nodes(e: Expr):
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        yield x
+        stack.extend(c for c, _ in children(x))
+
+
 @deep
 def substitute(e: Expr, sub: dict[str, Expr], fresh: FreshNames | None = None) -> Expr:
     """Capture-avoiding ``e[x := sub[x]]``; binders that would capture a free
     variable of a substituted expression are renamed apart."""
     sub_fv: set[str] = set()
-    for v in sub.values():
-        sub_fv |= free_vars(v)
+    for v in sub.values():  # call heads too: in untyped IR (g x) may call a local g
+        sub_fv |= free_vars(v) | {x.func for x in _nodes(v) if isinstance(x, Call) and isinstance(x.func, str)}
     if fresh is None:
         fresh = FreshNames(all_names(e) | sub_fv | set(sub))
     return _subst(e, sub, sub_fv, fresh)
@@ -179,7 +193,11 @@ def _alpha(a: Expr, b: Expr, env_a: dict[str, int], env_b: dict[str, int], depth
     if isinstance(a, Var):
         da, db = env_a.get(a.name), env_b.get(b.name)
         return da == db and (da is not None or a.name == b.name)
-    if not _same_head(a, b):
+    if isinstance(a, Call) and isinstance(a.func, str) and isinstance(b.func, str) \
+            and (a.func in env_a or b.func in env_b):  # heads that are locals
+        if env_a.get(a.func) != env_b.get(b.func):
+            return False
+    elif not _same_head(a, b):
         return False
     ka, kb = children(a), children(b)
     if len(ka) != len(kb):

@@ -9,6 +9,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TBase, TTensor, TTuple, Type
+from ..ir.build import C, UNIT, get
+from ..ir.nodes import Expr, Tuple
 from ..types.tangent import tangent_type
 from ..values import DeltaVec, PrimError, dense, make_vec, numel
 from .registry import args_of, primitive, spread
@@ -114,29 +116,86 @@ def _elementwise_type(t: Type) -> Type | None:
     ab = args_of(t, 2)
     if ab and ab[0] == ab[1] and is_numeric(ab[0]):
         return ab[0]
-    if ab and isinstance(ab[0], TTensor) and ab[0].elem == FLOAT and ab[1] == FLOAT:
-        return ab[0]  # tensor and scalar (the Knossos prelude's (sub v maxv))
+    if ab and FLOAT in ab and _float_tensor(ab[0]) != _float_tensor(ab[1]):
+        return ab[0] if ab[1] == FLOAT else ab[1]  # tensor and scalar: the Knossos prelude's (sub v maxv)
     return None
 
 
-def _binary(name: str, op: Op2, array: Op2, doc: str, on_int: Op2 | None = None) -> None:
+def _float_tensor(t: Type) -> bool:
+    return isinstance(t, TTensor) and t.elem == FLOAT
+
+
+def componentwise(rule: Callable) -> Callable:
+    """A binary fwd/rev rule extended to tuples component by component, with
+    unit tangents for Integer parts (elementwise ``mul`` on (Float, Integer) tuples)."""
+    def fwd(a, d, t):
+        if isinstance(t[0], TTuple) and t[0] == t[1]:
+            n = len(t[0].elems)
+            return Tuple(tuple(fwd((get(k, n, a[0]), get(k, n, a[1])), (get(k, n, d[0]), get(k, n, d[1])),
+                                   (e, e)) for k, e in enumerate(t[0].elems, 1)))
+        return UNIT if t[0] == t[1] and is_constant(t[0]) else rule(a, d, t)
+    return fwd
+
+
+def componentwise_rev(rule: Callable) -> Callable:
+    def rev(a, r, t):
+        if isinstance(t[0], TTuple) and t[0] == t[1]:
+            n = len(t[0].elems)
+            parts = [rev((get(k, n, a[0]), get(k, n, a[1])), get(k, n, r), (e, e)) for k, e in enumerate(t[0].elems, 1)]
+            return Tuple(tuple(p[0] for p in parts)), Tuple(tuple(p[1] for p in parts))
+        return (UNIT, UNIT) if t[0] == t[1] and is_constant(t[0]) else rule(a, r, t)
+    return rev
+
+
+def is_constant(t: Type) -> bool:
+    """No Float inside: the tangent is a unit."""
+    dt = tangent_type(t)
+    return isinstance(dt, TTuple) and all(is_constant(e) for e in dt.elems)
+
+
+def _binary(name: str, op: Op2, array: Op2, doc: str, on_int: Op2 | None = None, **rules: Any) -> None:
     def scalar(t: Type) -> Op2:
         return (on_int or op) if t == INTEGER else op
 
     def impl(t: Type):
         a, b = args_of(t, 2)
         if a != b:
-            return spread(lambda v, k: array(dense(v), k))
+            return spread(lambda x, y: array(dense(x), dense(y)))
         return spread(lift2(name, a, scalar, array))
 
-    primitive(name, _elementwise_type, impl, doc + " A Tensor N Float and a Float: the Float is applied to every element.")
+    primitive(name, _elementwise_type, impl, doc + " A Tensor N Float and a Float: the Float is applied to every element.",
+              **rules)
+
+
+def unbroadcast(r: Expr, t: Type, result: tuple[Type, ...]) -> Expr:
+    """The cotangent of an argument of type ``t`` from the result's ``r``: summed
+    where a Float was applied to every element of a tensor."""
+    return C("sum", r) if t == FLOAT and result[0] != result[1] else r
 
 
 _binary("add", operator.add, np.add, "Sum; elementwise on tensors and tuples.",
-        lambda a, b: wrap64(a + b))
+        lambda a, b: wrap64(a + b),
+        fwd=lambda a, d, t: C("add", *d),
+        rev=lambda a, r, t: (unbroadcast(r, t[0], t), unbroadcast(r, t[1], t)))
 _binary("sub", operator.sub, np.subtract, "Difference; elementwise on tensors and tuples.",
-        lambda a, b: wrap64(a - b))
-_binary("div", _fdiv, np.divide, "Quotient (Integer: truncating toward zero); elementwise.", _idiv)
+        lambda a, b: wrap64(a - b),
+        fwd=lambda a, d, t: C("sub", *d),
+        rev=lambda a, r, t: (unbroadcast(r, t[0], t), unbroadcast(C("neg", r), t[1], t)))
+
+
+def _div_fwd(a, d, t):
+    (x, y), (dx, dy) = a, d  # d(x/y) = dx/y - x*dy/y^2
+    return C("sub", C("div", dx, y), C("mul", C("div", dy, C("mul", y, y)), x))
+
+
+def _div_rev(a, r, t):
+    x, y = a
+    dx, dy = C("div", r, y), C("neg", C("div", C("mul", x, r), C("mul", y, y)))
+    return unbroadcast(dx, t[0], t), unbroadcast(dy, t[1], t)
+
+
+_binary("div", _fdiv, np.divide, "Quotient (Integer: truncating toward zero); elementwise.", _idiv,
+        fwd=componentwise(_div_fwd), rev=componentwise_rev(_div_rev))
 
 
 def _mul_type(t: Type) -> Type | None:
@@ -201,14 +260,36 @@ def _mul_cost(result: Any, arg: Any) -> int:
     return numel(result)
 
 
+def _mul_fwd(a, d, t):
+    (x, y), (dx, dy) = a, d
+    if t[1] == INTEGER:
+        return C("mul", dx, y)
+    return C("add", C("mul", dx, y), C("mul", x, dy))
+
+
+def _mul_rev(a, r, t):
+    (x, y), (tx, ty) = a, t
+    if ty == INTEGER:
+        return C("mul", r, y), UNIT
+    if tx == ty or tx == FLOAT and ty == FLOAT:
+        return C("mul", r, y), C("mul", x, r)
+    if tx == FLOAT:  # k * v
+        return C("ts_dot", r, y), C("mul", x, r)
+    if ty == FLOAT:  # v * k
+        return C("mul", r, y), C("ts_dot", x, r)
+    from .vectors import outer_like  # (vectors imports this module)
+    return outer_like(tx, r, y), C("matvec_T", x, r)  # matrix * vector
+
+
 primitive("mul", _mul_type, _mul_impl,
           "Product; elementwise on tensors/tuples; Float times a tensor scales it; "
           "a matrix (Tensor 2 Float or Vec (Vec Float)) times a Vec Float is matrix-vector product.",
-          cost=_mul_cost)
+          cost=_mul_cost, fwd=componentwise(_mul_fwd), rev=componentwise_rev(_mul_rev))
 
 primitive("neg", lambda t: t if is_numeric(t) else None,
           lambda t: lift1(t, lambda x: wrap64(-x) if isinstance(x, int) else -x, np.negative),
-          "Negation; elementwise.")
+          "Negation; elementwise.",
+          fwd=lambda a, d, t: C("neg", d[0]), rev=lambda a, r, t: (C("neg", r),))
 
 
 # --- comparison and logic ---------------------------------------------------
@@ -219,7 +300,7 @@ def _compare(name: str, op: Op2, types: tuple[Type, ...]) -> None:
         return BOOL if ab and ab[0] == ab[1] and ab[0] in types else None
 
     primitive(name, typeof, lambda t: spread(op), f"Comparison ({name}) of two {'/'.join(map(str, types))}s.",
-              cost=lambda r, a: 1)
+              cost=lambda r, a: 1, nondiff=True)
 
 
 def _has_function(t: Type) -> bool:
@@ -254,7 +335,7 @@ def _equality(name: str, negate: bool) -> None:
         return spread((lambda a, b: not eq(a, b)) if negate else eq)
 
     primitive(name, typeof, impl, f"{'In' if negate else ''}equality of two values of the same type.",
-              cost=lambda r, a: numel(a))
+              cost=lambda r, a: numel(a), nondiff=True)
 
 
 _equality("eq", False)
@@ -267,9 +348,11 @@ def _logic2(t: Type) -> Type | None:
     return BOOL if args_of(t, 2) == (BOOL, BOOL) else None
 
 
-primitive("and", _logic2, lambda t: spread(lambda a, b: a and b), "Logical and (both sides evaluated).")
-primitive("or", _logic2, lambda t: spread(lambda a, b: a or b), "Logical or (both sides evaluated).")
-primitive("not", lambda t: BOOL if t == BOOL else None, lambda t: operator.not_, "Logical not.")
+primitive("and", _logic2, lambda t: spread(lambda a, b: a and b), "Logical and (both sides evaluated).",
+          nondiff=True)
+primitive("or", _logic2, lambda t: spread(lambda a, b: a or b), "Logical or (both sides evaluated).",
+          nondiff=True)
+primitive("not", lambda t: BOOL if t == BOOL else None, lambda t: operator.not_, "Logical not.", nondiff=True)
 
 
 # --- tangent-space operations (used by derivative code) ---------------------
@@ -352,9 +435,30 @@ def _dot(t: Type) -> Op2:
 
 
 primitive("ts_add", _ts_add_type, lambda t: spread(ts_add_fn(t.elems[0])),
-          "(ts_add x dx): a value plus a tangent (Integer parts unchanged); sparse-aware.")
+          "(ts_add x dx): a value plus a tangent (Integer parts unchanged); sparse-aware.",
+          fwd=lambda a, d, t: C("ts_add", d[0], d[1]), rev=lambda a, r, t: (r, r))
 primitive("ts_neg", lambda t: t if _is_tangent(t) else None,
-          lambda t: lift1(t, operator.neg, np.negative), "Negation of a tangent.")
-primitive("ts_scale", _ts_scale_type, lambda t: spread(_scale(t.elems[1])), "Float times a tangent.")
+          lambda t: lift1(t, operator.neg, np.negative), "Negation of a tangent.",
+          fwd=lambda a, d, t: C("ts_neg", d[0]), rev=lambda a, r, t: (C("ts_neg", r),))
+primitive("ts_scale", _ts_scale_type, lambda t: spread(_scale(t.elems[1])), "Float times a tangent.",
+          fwd=lambda a, d, t: C("ts_add", C("ts_scale", d[0], a[1]), C("ts_scale", a[0], d[1])),
+          rev=lambda a, r, t: (C("ts_dot", r, a[1]), C("ts_scale", a[0], r)))
 primitive("ts_dot", lambda t: FLOAT if _same2(t) is not None else None, lambda t: spread(_dot(t.elems[0])),
-          "Inner product of two tangents.", cost=lambda r, a: numel(a))
+          "Inner product of two tangents.", cost=lambda r, a: numel(a),
+          fwd=lambda a, d, t: C("add", C("ts_dot", d[0], a[1]), C("ts_dot", a[0], d[1])),
+          rev=lambda a, r, t: (C("ts_scale", r, a[1]), C("ts_scale", r, a[0])))
+primitive("ts_zero", lambda t: tangent_type(t) if not _has_function(t) else None,
+          lambda t: zero_tangent_fn(t), "(ts_zero x): the zero tangent shaped like x.", nondiff=True)
+
+
+def zero_tangent_fn(t: Type) -> Callable[[Any], Any]:
+    match t:
+        case TTuple(elems):
+            fs = [zero_tangent_fn(e) for e in elems]
+            return lambda v: tuple(f(x) for f, x in zip(fs, v))
+        case TTensor(_, TBase("Float")):
+            return lambda v: np.zeros(dense(v).shape)
+        case TTensor(_, elem):
+            inner = zero_tangent_fn(elem)
+            return lambda v: make_vec(tangent_type(elem), [inner(x) for x in dense(v).flat], dense(v).shape)
+    return (lambda v: 0.0) if t == FLOAT else (lambda v: ())

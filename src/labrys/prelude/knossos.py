@@ -10,6 +10,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir.types import FLOAT, INTEGER, TBase, TLam, TTensor, TTuple, Type, UNIT
+from ..ir.build import C, zero_tangent
+from ..ir.nodes import const
 from ..types.tangent import shape_type, tangent_type
 from ..values import dense, format_value, make_vec
 from .arith import _dot, _has_function, ts_add_fn
@@ -27,7 +29,8 @@ def _pr_impl(t: Type):
 
 
 primitive("pr", lambda t: INTEGER, _pr_impl,
-          "Older Knossos print: each argument on its own line, '----' between them.", cost=lambda r, a: 0)
+          "Older Knossos print: each argument on its own line, '----' between them.", cost=lambda r, a: 0,
+          nondiff=True)
 
 
 def shape_of(t: Type) -> Callable[[Any], Any]:
@@ -42,7 +45,7 @@ def shape_of(t: Type) -> Callable[[Any], Any]:
 
 
 primitive("shape", lambda t: shape_type(t) if not _has_function(t) else None, shape_of,
-          "(shape x): the sizes in x without its values (Knossos).")
+          "(shape x): the sizes in x without its values (Knossos).", nondiff=True)
 
 
 def _vec_init_type(t: Type) -> Type | None:
@@ -56,7 +59,9 @@ def _vec_init_impl(t: Type):
     return lambda x: make_vec(t, [x])
 
 
-primitive("Vec_init", _vec_init_type, _vec_init_impl, "(Vec_init a b c): the vector [a, b, c].")
+primitive("Vec_init", _vec_init_type, _vec_init_impl, "(Vec_init a b c): the vector [a, b, c].",
+          fwd=lambda a, d, t: C("Vec_init", *d),
+          rev=lambda a, r, t: tuple(C("index", const(k), r) for k in range(len(a))))
 
 
 def _ifold_type(t: Type) -> Type | None:
@@ -125,7 +130,8 @@ def _check_impl(t: Type):
 
 primitive("$check", lambda t: FLOAT if _check_types(t) else None, _check_impl,
           "($check f rev_f x x' dx df): relative gap |d1-d2|/(|d1|+|d2|) between the finite change "
-          "<f(x+dx)-f(x), df> and <rev_f(x', df), dx> (Knossos's derivative check).", cost=lambda r, a: 0)
+          "<f(x+dx)-f(x), df> and <rev_f(x', df), dx> (Knossos's derivative check).", cost=lambda r, a: 0,
+          nondiff=True)
 
 
 def _bench(thunk) -> float:
@@ -139,9 +145,10 @@ def _bench(thunk) -> float:
 
 
 primitive("$BENCH", lambda t: FLOAT if t == TLam(UNIT, FLOAT) else None, lambda t: _bench,
-          "($BENCH (lam (_ : (Tuple)) e)): median run time of e in microseconds.", cost=lambda r, a: 0)
+          "($BENCH (lam (_ : (Tuple)) e)): median run time of e in microseconds.", cost=lambda r, a: 0,
+          nondiff=True)
 primitive("checkpoint", lambda t: t, lambda t: lambda x: x, "(checkpoint e) is e: a hint for tools.",
-          cost=lambda r, a: 0)
+          cost=lambda r, a: 0, fwd=lambda a, d, t: d[0], rev=lambda a, r, t: (r,))
 
 
 def _dot_type(t: Type) -> Type | None:
@@ -152,7 +159,9 @@ def _dot_type(t: Type) -> Type | None:
 
 primitive("dot", _dot_type, lambda t: spread(_dot(t.elems[0])),
           "(dot u v): inner product of two Float tensors (the Knossos runtime's dot).",
-          cost=lambda r, a: sum(x.size if isinstance(x, np.ndarray) and x.dtype != object else 1 for x in a))
+          cost=lambda r, a: sum(x.size if isinstance(x, np.ndarray) and x.dtype != object else 1 for x in a),
+          fwd=lambda a, d, t: C("add", C("dot", d[0], a[1]), C("dot", a[0], d[1])),
+          rev=lambda a, r, t: (C("ts_scale", r, a[1]), C("ts_scale", r, a[0])))
 
 
 def _set_at_type(t: Type) -> Type | None:
@@ -170,4 +179,7 @@ def _set_at(i, v, x):
 
 
 primitive("setAt", _set_at_type, lambda t: spread(_set_at),
-          "(setAt i v x): a copy of v with x at index i (the Knossos runtime's setAt).")
+          "(setAt i v x): a copy of v with x at index i (the Knossos runtime's setAt).",
+          fwd=lambda a, d, t: C("setAt", a[0], d[1], d[2]),
+          rev=lambda a, r, t: (zero_tangent(a[0], t[0]), C("setAt", a[0], r, zero_tangent(a[2], t[2])),
+                               C("index", a[0], r)))

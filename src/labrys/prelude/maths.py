@@ -9,6 +9,8 @@ import numpy as np
 
 from ..ir.types import BOOL, FLOAT, INTEGER, TTensor, TTuple, Type
 from ..values import PrimError, dense
+from ..ir.build import C, ONE, UNIT, ZERO, if_, zero_tangent
+from ..ir.nodes import const
 from .arith import wrap64
 from .registry import args_of, primitive, spread
 
@@ -61,13 +63,41 @@ def _unary_impl(scalar: Callable[[float], float], name: str):
     return lambda t: scalar if t == FLOAT else on_tensor
 
 
+# d f(x) = f'(x) * dx, elementwise on tensors: the factor f'(x) as IR.
+_SLOPE = {
+    "exp": lambda x: C("exp", x),
+    "log": lambda x: C("div", ONE, x),
+    "sin": lambda x: C("cos", x),
+    "cos": lambda x: C("neg", C("sin", x)),
+    "tan": lambda x: C("div", ONE, C("mul", C("cos", x), C("cos", x))),
+    "tanh": lambda x: C("sub", ONE, C("mul", C("tanh", x), C("tanh", x))),
+    "sinh": lambda x: C("cosh", x),
+    "cosh": lambda x: C("sinh", x),
+    "sqrt": lambda x: C("div", const(0.5), C("sqrt", x)),
+    "erf": lambda x: C("mul", const(2.0 / math.sqrt(math.pi)), C("exp", C("neg", C("mul", x, x)))),
+    "lgamma": lambda x: C("digamma", x),
+}
+
+
+def _slope_rules(name: str) -> dict:
+    slope = _SLOPE[name]
+    return dict(fwd=lambda a, d, t: C("mul", slope(a[0]), d[0]),
+                rev=lambda a, r, t: (C("mul", slope(a[0]), r),))
+
+
 for _name, _f in _UNARY.items():
     primitive(_name, _unary_type, _unary_impl(_f, _name),
-              f"{_name} of a Float; elementwise on a Tensor N Float.")
+              f"{_name} of a Float; elementwise on a Tensor N Float.", **_slope_rules(_name))
+
+def _sign(x):  # as IR: -1.0 below zero, else 1.0
+    return if_(C("lt", x, ZERO), const(-1.0), ONE)
+
 
 primitive("abs", lambda t: t if t in (FLOAT, INTEGER) else None,
           lambda t: (lambda x: wrap64(abs(x))) if t == INTEGER else abs,
-          "Absolute value of a Float or Integer.", cost=lambda r, a: 1)
+          doc="Absolute value of a Float or Integer.", cost=lambda r, a: 1,
+          fwd=lambda a, d, t: UNIT if t[0] == INTEGER else C("mul", _sign(a[0]), d[0]),
+          rev=lambda a, r, t: (UNIT if t[0] == INTEGER else C("mul", _sign(a[0]), r),))
 
 
 def _pow_type(t: Type) -> Type | None:
@@ -75,8 +105,44 @@ def _pow_type(t: Type) -> Type | None:
     return FLOAT if ab in ((FLOAT, FLOAT), (FLOAT, INTEGER)) else None
 
 
+def _pow_partials(a, t):
+    """(d/dx, d/dy) of x^y as IR; y an Integer has no derivative."""
+    x, y = a
+    if t[1] == INTEGER:
+        return C("mul", C("to_float", y), C("pow", x, C("sub", y, const(1)))), None
+    dx = C("mul", y, C("pow", x, C("sub", y, ONE)))
+    return dx, C("mul", C("log", x), C("pow", x, y))
+
+
+def _pow_fwd(a, d, t):
+    px, py = _pow_partials(a, t)
+    return C("mul", px, d[0]) if py is None else C("add", C("mul", px, d[0]), C("mul", py, d[1]))
+
+
+def _pow_rev(a, r, t):
+    px, py = _pow_partials(a, t)
+    return C("mul", px, r), UNIT if py is None else C("mul", py, r)
+
+
 primitive("pow", _pow_type, lambda t: spread(_ieee(math.pow, np.power)), "x to the power y (y a Float or an Integer).",
-          cost=lambda r, a: 1)
+          cost=lambda r, a: 1, fwd=_pow_fwd, rev=_pow_rev)
+
+
+def _extremum_rules(name: str) -> dict:
+    """max/min pass the derivative of the chosen argument (the first on ties)."""
+    cmp, pick = ("gte", "imax") if name == "max" else ("lte", "imin")
+
+    def fwd(a, d, t):
+        if len(a) == 1:
+            return C("index", C(pick, a[0]), d[0])
+        return if_(C(cmp, a[0], a[1]), d[0], d[1])
+
+    def rev(a, r, t):
+        if len(a) == 1:
+            return (C("deltaVec", C("size", a[0]), C(pick, a[0]), r),)
+        zero = zero_tangent(a[0], t[0])
+        return if_(C(cmp, a[0], a[1]), r, zero), if_(C(cmp, a[0], a[1]), zero, r)
+    return dict(fwd=fwd, rev=rev)
 
 
 def _extremum(name: str, pick2: Callable, pick_arr: Callable) -> None:
@@ -99,7 +165,7 @@ def _extremum(name: str, pick2: Callable, pick_arr: Callable) -> None:
         return spread(pick2)
 
     primitive(name, typeof, impl, f"{name} of two Floats (or Integers), or the {name} element of a Vec Float.",
-              cost=lambda r, a: a.size if isinstance(a, np.ndarray) else 1)
+              cost=lambda r, a: a.size if isinstance(a, np.ndarray) else 1, **_extremum_rules(name))
 
 
 def _max2(a, b):
@@ -121,11 +187,43 @@ def _imax(v):
     return int(np.argmax(v))
 
 
+def _imin(v):
+    v = dense(v)
+    if v.size == 0:
+        raise PrimError("imin of an empty vector")
+    return int(np.argmin(v))
+
+
 primitive("imax", lambda t: INTEGER if t == TTensor(1, FLOAT) else None, lambda t: _imax,
-          "Index of the largest element of a Vec Float (the first, on ties).", cost=lambda r, a: a.size)
+          "Index of the largest element of a Vec Float (the first, on ties).", cost=lambda r, a: a.size,
+          nondiff=True)
+primitive("imin", lambda t: INTEGER if t == TTensor(1, FLOAT) else None, lambda t: _imin,
+          "Index of the smallest element of a Vec Float (the first, on ties).", cost=lambda r, a: a.size,
+          nondiff=True)
 primitive("to_float", lambda t: FLOAT if t == INTEGER else None, lambda t: float,
-          "Integer to Float.")
+          "Integer to Float.", nondiff=True)
 primitive("bool_to_float", lambda t: FLOAT if t == BOOL else None, lambda t: lambda b: 1.0 if b else 0.0,
-          "1.0 for true, 0.0 for false.")
+          "1.0 for true, 0.0 for false.", nondiff=True)
 primitive("pi", lambda t: FLOAT if t == TTuple(()) else None, lambda t: lambda _: math.pi,
-          "The constant π (called with no arguments: (pi)).")
+          "The constant π (called with no arguments: (pi)).", nondiff=True)
+
+
+def digamma(x: float) -> float:
+    """ψ(x) = d lgamma(x)/dx: recurrence up to x ≥ 10, then the asymptotic series."""
+    if x != x or x == -math.inf:
+        return math.nan
+    if x <= 0 and x == math.floor(x):
+        return math.nan
+    if x < 0:  # reflection: ψ(1-x) - ψ(x) = π cot(πx)
+        return digamma(1 - x) - math.pi / math.tan(math.pi * x)
+    acc = 0.0
+    while x < 10:
+        acc -= 1 / x
+        x += 1
+    f = 1 / (x * x)
+    series = f * (1 / 12 - f * (1 / 120 - f * (1 / 252 - f * (1 / 240 - f * (1 / 132)))))
+    return acc + math.log(x) - 0.5 / x - series
+
+
+primitive("digamma", _unary_type, _unary_impl(digamma, "digamma"),
+          "The digamma function ψ, the derivative of lgamma; elementwise on a Tensor N Float.")

@@ -20,11 +20,11 @@ def _print_impl(t: Type):
 
 primitive("print", lambda t: INTEGER, _print_impl,
           "Print the arguments with no separators (strings unquoted); returns 0 : Integer.",
-          cost=lambda r, a: 0)
+          cost=lambda r, a: 0, nondiff=True)
 
 for _hint in ("$trace", "$inline", "$copydown"):
     primitive(_hint, lambda t: t, lambda t: lambda x: x, f"({_hint} e) is e at run time: a hint for tools.",
-              cost=lambda r, a: 0)
+              cost=lambda r, a: 0, fwd=lambda a, d, t: d[0], rev=lambda a, r, t: (r,))
 
 _MASK = (1 << 64) - 1
 
@@ -51,4 +51,4 @@ def ranhashdoub(seed: int) -> float:
 
 primitive("$ranhashdoub", lambda t: FLOAT if t == INTEGER else None, lambda t: ranhashdoub,
           "($ranhashdoub i): a deterministic pseudo-random Float in [0, 1) from an Integer seed "
-          "(the Knossos runtime's hash).")
+          "(the Knossos runtime's hash).", nondiff=True)

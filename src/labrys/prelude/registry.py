@@ -41,11 +41,28 @@ PRIMITIVES: dict[str, Primitive] = {}
 
 
 def primitive(name: str, typeof: TypeRule, impl: Callable[[Type], Fn], doc: str,
-              cost: Cost | None = None) -> Primitive:
+              cost: Cost | None = None, **rules: Any) -> Primitive:
+    """Register a primitive.  ``rules`` are its derivative rules, see Note [Derivative rules]."""
     if name in PRIMITIVES:
         raise ValueError(f"primitive {name} registered twice")
-    PRIMITIVES[name] = p = Primitive(name, typeof, impl, doc, cost)
+    PRIMITIVES[name] = p = Primitive(name, typeof, impl, doc, cost, dict(rules))
     return p
+
+
+# Note [Derivative rules]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# A primitive's derivatives are IR builders stored in its entry:
+#
+#   fwd(args, dargs, types) -> Expr           the tangent of the result
+#   rev(args, dr, types)    -> tuple[Expr]    the cotangent of each argument
+#
+# ``args`` are the call's arguments as atoms (variables or constants: the AD
+# passes put programs in A-normal form first, so a rule may repeat them),
+# ``dargs`` their tangents, ``dr`` the result's cotangent (an atom), and
+# ``types`` the argument types.  ``nondiff=True`` declares a primitive whose
+# derivative is zero (comparisons, sizes, conversions from Integer).  Every
+# AD algorithm builds on these two rules, so adding a primitive touches one
+# place.
 
 
 def lookup(name: object) -> Primitive | None:

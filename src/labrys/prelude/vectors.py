@@ -11,6 +11,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..ir.build import C, V, get, lam, tup, zero_tangent
+from ..ir.nodes import Expr
 from ..ir.types import FLOAT, INTEGER, TLam, TTensor, TTuple, Type
 from ..values import DeltaVec, PrimError, dense, make_vec, numel, zero_like
 from .arith import add_fn, is_numeric
@@ -169,7 +171,8 @@ def _sum_impl(t: Type) -> Callable:
 
 
 primitive("sum", _sum_type, _sum_impl, "Sum of the elements of a vector (of numbers, vectors or tuples).",
-          cost=lambda r, a: numel(a) if not isinstance(a, np.ndarray) or a.dtype != object else 0)
+          cost=lambda r, a: numel(a) if not isinstance(a, np.ndarray) or a.dtype != object else 0,
+          fwd=lambda a, d, t: C("sum", d[0]), rev=lambda a, r, t: (C("constVec", C("size", a[0]), r),))
 
 
 # --- index / size -----------------------------------------------------------
@@ -208,7 +211,8 @@ def _index_type_of(rank: int) -> Type:
 
 
 primitive("index", _index_type, _index_impl, "(index i v): element i (0-based) of v; i is an N-tuple for a Tensor N.",
-          cost=lambda r, a: 1)
+          cost=lambda r, a: 1, fwd=lambda a, d, t: C("index", a[0], d[1]),
+          rev=lambda a, r, t: (zero_tangent(a[0], t[0]), C("deltaVec", C("size", a[1]), a[0], r)))
 
 
 def _size_impl(t: Type) -> Callable:
@@ -220,7 +224,7 @@ def _size_impl(t: Type) -> Callable:
 
 
 primitive("size", lambda t: _index_type_of(t.rank) if isinstance(t, TTensor) else None, _size_impl,
-          "Length of a vector (an N-tuple for a Tensor N).", cost=lambda r, a: 1)
+          "Length of a vector (an N-tuple for a Tensor N).", cost=lambda r, a: 1, nondiff=True)
 
 
 # --- fold / map -------------------------------------------------------------
@@ -285,7 +289,8 @@ def _const_vec_impl(t: Type) -> Callable:
 
 
 primitive("constVec", _const_vec_type, _const_vec_impl,
-          "(constVec n x): n copies of x (n an N-tuple: a Tensor N).")
+          "(constVec n x): n copies of x (n an N-tuple: a Tensor N).",
+          fwd=lambda a, d, t: C("constVec", a[0], d[1]), rev=lambda a, r, t: (zero_tangent(a[0], t[0]), C("sum", r)))
 
 
 def _delta_vec_type(t: Type) -> Type | None:
@@ -306,7 +311,8 @@ def _delta_vec_impl(t: Type) -> Callable:
 
 primitive("deltaVec", _delta_vec_type, _delta_vec_impl,
           "(deltaVec n i x): size-n tensor with x at i and zero elsewhere, stored sparsely.",
-          cost=lambda r, a: numel(r))
+          cost=lambda r, a: numel(r), fwd=lambda a, d, t: C("deltaVec", a[0], a[1], d[2]),
+          rev=lambda a, r, t: (zero_tangent(a[0], t[0]), zero_tangent(a[1], t[1]), C("index", a[1], r)))
 
 
 def _unzip_type(t: Type) -> Type | None:
@@ -324,8 +330,57 @@ def _unzip_impl(t: Type) -> Callable:
     return unzip
 
 
-primitive("unzip", _unzip_type, _unzip_impl, "A vector of tuples as a tuple of vectors.")
+def _zip(parts: tuple[Expr, ...], n: Expr, t: TTensor) -> Expr:
+    """IR for the inverse of unzip: build n (lam (i) (tuple (index i p1) ...))."""
+    return C("build", n, lam("i$z", INTEGER, tup(*(C("index", V("i$z"), p) for p in parts))))
+
+
+primitive("unzip", _unzip_type, _unzip_impl, "A vector of tuples as a tuple of vectors.",
+          fwd=lambda a, d, t: C("unzip", d[0]),
+          rev=lambda a, r, t: (_zip(tuple(get(k + 1, len(t[0].elem.elems), r) for k in range(len(t[0].elem.elems))),
+                                    C("size", a[0]), t[0]),))
 primitive("dup", lambda t: TTuple((t, t)), lambda t: lambda x: (x, x), "(dup x) is (tuple x x).",
-          cost=lambda r, a: 1)
+          cost=lambda r, a: 1, fwd=lambda a, d, t: tup(d[0], d[0]),
+          rev=lambda a, r, t: (C("ts_add", get(1, 2, r), get(2, 2, r)),))
 primitive("elim", lambda t: TTuple(()), lambda t: lambda x: (), "(elim x) discards x; returns (tuple).",
-          cost=lambda r, a: 1)
+          cost=lambda r, a: 1, nondiff=True)
+
+
+# --- helpers of derivative code: matrix-vector products' transposes -------------
+
+def _matrix_vec_type(t: Type) -> Type | None:
+    ab = args_of(t, 2)
+    vec = TTensor(1, FLOAT)
+    if ab and ab[0] in (TTensor(2, FLOAT), TTensor(1, vec)) and ab[1] == vec:
+        return ab[0]
+    return None
+
+
+def _rows(m: Any) -> np.ndarray:
+    return np.array([dense(r) for r in m]) if m.dtype == object else m
+
+
+def outer_like(matrix: Type, u: Expr, v: Expr) -> Expr:
+    """IR for u vᵀ as a value of the matrix type (Tensor 2 Float or Vec (Vec Float))."""
+    if matrix == TTensor(2, FLOAT):
+        return C("outer", u, v)
+    return C("build", C("size", u), lam("i$o", INTEGER, C("mul", C("index", V("i$o"), u), v)))
+
+
+primitive("matvec_T", lambda t: TTensor(1, FLOAT) if _matrix_vec_type(t) else None,
+          lambda t: spread(lambda m, r: _rows(m).T @ dense(r)),
+          "(matvec_T M r): the transpose of M times r (reverse mode of matrix-vector mul).",
+          cost=lambda r, a: numel(a[0]),
+          fwd=lambda a, d, t: C("add", C("matvec_T", d[0], a[1]), C("matvec_T", a[0], d[1])),
+          rev=lambda a, r, t: (outer_like(t[0], a[1], r), C("mul", a[0], r)))
+
+
+def _outer_type(t: Type) -> Type | None:
+    vec = TTensor(1, FLOAT)
+    return TTensor(2, FLOAT) if args_of(t, 2) == (vec, vec) else None
+
+
+primitive("outer", _outer_type, lambda t: spread(lambda u, v: np.outer(dense(u), dense(v))),
+          "(outer u v): the matrix u vᵀ (a Tensor 2 Float).",
+          fwd=lambda a, d, t: C("add", C("outer", d[0], a[1]), C("outer", a[0], d[1])),
+          rev=lambda a, r, t: (C("mul", r, a[1]), C("matvec_T", r, a[0])))

@@ -1,8 +1,10 @@
 """Parse `.ks` s-expressions into the IR (LANGUAGE.md §1–4, §7).
 
-The parser tracks lexical scope only to tell a call of a top-level function
-``(f x)`` (:class:`Call`) from a call of a local function value (:class:`App`).
-Multi-binding lets become nested :class:`Let` nodes.
+Every ``(f x)`` with a name in head position is a :class:`Call`; the checker
+turns it into an :class:`App` when ``f`` is a local variable of function type
+(Note [Calls of local functions] in the checker).  The parser tracks scope
+only for older forms that pass function names bare.  Multi-binding lets
+become nested :class:`Let` nodes.
 """
 from __future__ import annotations
 
@@ -192,9 +194,8 @@ class _ExprParser:
             return self.atom(head)  # Note [Parenthesised atoms]: (0.0) is 0.0
         if isinstance(head, SList) and head.bracket == "(":
             raise _err("only a named function can be called; bind the function to a variable first", head)
-        if _is_sym(head) and self.scope.get(head.value):
-            return ir.App(ir.Var(head.value, span=head.span), self.arg(x, args), span=x.span)
-        name = parse_name(head)
+        # a local's name is never an old-style derived name like D$f
+        name = head.value if _is_sym(head) and self.scope.get(head.value) else parse_name(head)
         if name in _OLD_FUNCTION_ARGS:
             return self.old_function_args(x, name, args)
         return ir.Call(name, self.arg(x, args), span=x.span)
@@ -308,9 +309,9 @@ _OLD_FUNCTION_ARGS = ("$trace", "$check")
 # Note [Parenthesised atoms]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~
 # Older Knossos programs write (0.0) for 0.0 and (x) for a variable x.  A
-# parenthesised literal is the literal.  (x) with x local parses as an
-# application of x to (tuple), which the checker reads back as the variable
-# when x is not a function (see _Checker, case App).
+# parenthesised literal is the literal.  (x) parses as a call of x on
+# (tuple), which the checker reads as the variable when x is a local that is
+# not a function (see _Checker, case Call).
 
 _FORMS = {name: getattr(_ExprParser, "form_" + name)
           for name in ("let", "if", "tuple", "lam", "assert", "inl", "inr", "case", "fn")}

@@ -65,7 +65,8 @@ class Functions:
 
     def derive_on_demand(self, name: Name, arg: Type) -> Signature | None:
         """``[fwd f]`` called without a gdef: older Knossos programs derive every
-        function implicitly; the signature is made (and kept) on first use."""
+        function implicitly; the signature is made (and kept) on first use.
+        Derived functions of primitives (``[D mul]``) are made the same way."""
         if not isinstance(name, DerivedName):
             return None
         for base in self.candidates(name.base):
@@ -78,7 +79,27 @@ class Functions:
                 sig = Signature(DerivedName(name.derivation, erase_types(base.name)), conv[0], conv[1], gdef, base.arg)
                 self.groups.setdefault(erase_types(sig.name), []).append(sig)
                 return sig
-        return None
+        prim = lookup(name.base)
+        return self._derive_primitive(name, prim, arg) if prim is not None else None
+
+    def _derive_primitive(self, name: DerivedName, prim: Primitive, arg: Type) -> Signature | None:
+        conv = derived_signature(name.derivation, TTuple(()), TTuple(()))
+        if conv is None:
+            return None
+        primal = arg if name.derivation == "D" else (arg.elems[0] if isinstance(arg, TTuple) and len(arg.elems) == 2
+                                                     else None)
+        if primal is None or prim.typeof(primal) is None:
+            return None
+        try:
+            conv = derived_signature(name.derivation, primal, prim.typeof(primal))
+        except ValueError:
+            return None
+        if conv is None or conv[0] != arg:
+            return None
+        sig = Signature(DerivedName(name.derivation, prim.name), conv[0], conv[1],
+                        ir.Gdef(name.derivation, TypedName(prim.name, primal)), primal)
+        self.groups.setdefault(erase_types(sig.name), []).append(sig)
+        return sig
 
     def by_name(self, name: Name) -> Signature | None:
         """The function ``(fn name)`` refers to: [f T], or the only overload of f."""
@@ -111,6 +132,15 @@ class CheckedProgram:
 
 def _err(msg: str, span: Span | None, *notes: str) -> LabrysError:
     return LabrysError(msg, span, notes)
+
+
+# Note [Calls of local functions]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Knossos keeps variables and functions in separate namespaces: (sin sin)
+# calls the function sin on a variable sin.  A call (f x) therefore means an
+# application of the local f only when f is a local of function type (§7);
+# otherwise it calls the top-level function or primitive f.  (x) for a local
+# non-function x is the variable (Note [Parenthesised atoms] in the parser).
 
 
 class _Checker:
@@ -146,12 +176,18 @@ class _Checker:
                     raise _err(f"unknown variable '{name}'", where, *hint)
                 return ir.Var(name, type=scope[-1], span=e.span)
             case ir.Call(func, arg):
+                local = self.env.get(func) if isinstance(func, str) else None
+                if local:  # Note [Calls of local functions]
+                    if isinstance(local[-1], TLam):
+                        return self.expr(ir.App(ir.Var(func, span=e.span), arg, span=e.span), where)
+                    if arg == ir.Tuple(()):
+                        return ir.Var(func, type=local[-1], span=e.span)  # Note [Parenthesised atoms]
+                    if not self.functions.candidates(func) and lookup(func) is None:
+                        raise _err(f"'{func}' is not a function: it is a local variable of type {local[-1]}", where)
                 a = self.expr(arg, where)
                 return ir.Call(func, a, type=self.call_type(func, a.type, where), span=e.span)
             case ir.App(func, arg):
                 f, a = self.expr(func, where), self.expr(arg, where)
-                if not isinstance(f.type, TLam) and arg == ir.Tuple(()) and isinstance(f, ir.Var):
-                    return f  # Note [Parenthesised atoms]
                 if not isinstance(f.type, TLam):
                     raise _err(f"'{_show(func)}' is not a function: it has type {f.type}", where)
                 if f.type.arg != a.type:
@@ -284,6 +320,12 @@ def _gdef_signature(d: ir.Gdef, fs: Functions) -> Signature | None:
         raise _err(f"unknown derivation '{d.derivation}'", d.span)
     name = DerivedName(d.derivation, base.name if isinstance(base.name, TypedName) else erase_types(base.name))
     return Signature(name, conv[0], conv[1], d, base.arg)
+
+
+@deep
+def check_def(d: ir.Def, functions: Functions) -> ir.Def:
+    """Type a (generated) def against an existing function table."""
+    return _check_decl(_Checker(functions), d)
 
 
 def _check_decl(c: _Checker, d: ir.Decl) -> ir.Decl:

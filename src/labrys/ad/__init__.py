@@ -1,0 +1,120 @@
+"""Automatic differentiation: every algorithm is a derivation that turns a
+function into a derived function in the same IR.
+
+:class:`Derivations` generates derived functions on demand for one checked
+program (``[D f]``, ``[fwd f]``, ``[rev f]`` …), type-checks what it made,
+and caches it; the interpreter calls it for every derived signature.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..errors import LabrysError
+from ..ir import nodes as ir
+from ..ir.build import V, tup
+from ..ir.names import DerivedName, show_name
+from ..ir.traverse import FreshNames
+from ..ir.types import TTuple
+from ..opt.simplify import contains_linear_map, simplify
+from ..prelude import Primitive
+from ..prelude.linear_maps import LinearMap
+from ..types.checker import CheckedProgram, Signature, check_def
+from ..types.tangent import tangent_type
+from . import knossos
+
+ALGORITHMS = {"D", "fwd", "rev"}
+
+
+class Derivations:
+    def __init__(self, checked: CheckedProgram) -> None:
+        self.checked = checked
+        self.functions = checked.functions
+        self.defs = {(d.name, d.arg_type): d for d in checked.program.decls if isinstance(d, ir.Def)}
+        self.cache: dict[tuple, Any] = {}
+
+    def base_of(self, sig: Signature) -> Signature | Primitive:
+        base = self.functions.resolve(sig.name.base, sig.primal)
+        if base is None:
+            raise LabrysError(f"no function {show_name(sig.name.base)} to derive", sig.decl.span)
+        return base
+
+    def derive(self, derivation: str, sig: Signature) -> "Derived":
+        """The derived function ``[derivation f]`` for the user function ``sig``."""
+        key = (derivation, id(sig))
+        if key not in self.cache:
+            self.cache[key] = self._generate(derivation, sig)
+        return self.cache[key]
+
+    def _generate(self, derivation: str, sig: Signature) -> "Derived":
+        if not isinstance(sig.decl, ir.Def):
+            raise LabrysError(f"cannot derive {show_name(sig.name)}: it has no definition "
+                              f"(write (def [{derivation} {show_name(sig.name)}] ...) by hand)", sig.decl.span)
+        d = self.defs[(sig.decl.name, sig.decl.arg_type)]
+        prep = knossos.prepare(d)
+        jac, nabla = knossos.jacobian(prep)
+        typed_jac = check_def(jac, self.functions)
+        stages = {"original": d, "anf": prep.d, "jacobian": typed_jac}
+        if derivation == "D":
+            return Derived(typed_jac, stages)
+        if derivation == "fwd":
+            raw = knossos.forward(prep.d, typed_jac, prep.fresh)
+        elif derivation == "rev":
+            raw = knossos.reverse(prep.d, typed_jac, nabla, prep.fresh)
+        else:
+            raise LabrysError(f"derivation '{derivation}' is not available", sig.decl.span)
+        stages["unoptimised"] = raw
+        typed = check_def(raw, self.functions)
+        opt = check_def(ir.Def(raw.name, raw.ret, raw.params, simplify(typed.body), span=raw.span), self.functions)
+        if contains_linear_map(opt.body):
+            raise LabrysError(f"internal: a linear map survived in {show_name(opt.name)}", d.span)
+        stages["optimised"] = opt
+        return Derived(opt, stages)
+
+    def function_for(self, sig: Signature, compile_def: Callable[[ir.Def], Callable]) -> Callable:
+        """Run-time code for the derived signature ``sig`` (called by the interpreter)."""
+        deriv = sig.name.derivation
+        base = self.base_of(sig)
+        if isinstance(base, Primitive):
+            return self._primitive(deriv, base, sig, compile_def)
+        if deriv not in ALGORITHMS:
+            raise LabrysError(f"derivation '{deriv}' is not available yet", sig.decl.span)
+        return compile_def(self.derive(deriv, base).d)
+
+    def _primitive(self, deriv: str, prim: Primitive, sig: Signature, compile_def) -> Callable:
+        if deriv == "D":
+            fwd = compile_def(primitive_rule_def("fwd", prim, sig.primal, self.functions))
+            rev = compile_def(primitive_rule_def("rev", prim, sig.primal, self.functions))
+            return lambda x: LinearMap(lambda dx: fwd((x, dx)), lambda dr: rev((x, dr)))
+        return compile_def(primitive_rule_def(deriv, prim, sig.primal, self.functions))
+
+
+class Derived:
+    """A generated def and the stages that produced it."""
+
+    def __init__(self, d: ir.Def, stages: dict[str, ir.Def]) -> None:
+        self.d, self.stages = d, stages
+
+
+def primitive_rule_def(deriv: str, prim: Primitive, arg_type, functions) -> ir.Def:
+    """``[fwd p]`` / ``[rev p]`` of a primitive as a def, from its rules."""
+    fresh = FreshNames({"x", "dx"})
+    ret_type = prim.typeof(arg_type)
+    types = arg_type.elems if isinstance(arg_type, TTuple) else (arg_type,)
+    several = isinstance(arg_type, TTuple)
+    args = tuple(V(fresh("a"), t) for t in types) if several else (V("x", arg_type),)
+    out = [(tuple(a.name for a in args), V("x"))] if several else []
+    if deriv == "fwd":
+        dargs = tuple(V(fresh("da")) for _ in types) if several else (V("dx"),)
+        if several:
+            out.append((tuple(a.name for a in dargs), V("dx")))
+        body = prim.rules["fwd"](args, dargs, types)
+        params = (ir.Param("x", arg_type), ir.Param("dx", tangent_type(arg_type)))
+        ret = tangent_type(ret_type)
+    else:
+        parts = prim.rules["rev"](args, V("dx"), types)
+        body = tup(*parts) if several else parts[0]
+        params = (ir.Param("x", arg_type), ir.Param("dx", tangent_type(ret_type)))
+        ret = tangent_type(arg_type)
+    for binder, rhs in reversed(out):
+        body = ir.Let(binder, rhs, body)
+    return check_def(ir.Def(DerivedName(deriv, prim.name), ret, params, body), functions)

@@ -1,0 +1,251 @@
+"""K1, from the Jacobian to derivative code: apply ⊙ (seed 000 Fig. 4) and
+reverse apply ⊙ᴿ (Fig. 5), pushed through a ∇-built linear map until no
+linear map is left (guide: seed-000-knossos.md §4, §6.1, §6.2).
+
+    ∂Γ ⊢ M : LM dS dT,  ds : dS   ↦   dΓ ⊢ M ⊙ ds : dT           (Forward)
+    ∂Γ ⊢ M : LM dS dT,  dr : dT   ↦   contributions to each ∂x   (Reverse)
+
+Forward (§6.1, "apply-to-dx"): every linear-map variable ∂x is applied to
+the input tangent only, so ``let ∂x = m in b`` becomes ``let dx = m ⊙ ds``
+and each occurrence of ∂x becomes dx.  Reverse (§6.2, let-transposition):
+the body is reversed first, collecting for each ∂x the cotangents that flow
+into it; then ``x̄ = Σ contributions`` flows into m.  Loops (B, Σ) and
+branches collect their contributions as tuples, so a sparse ``deltaVec``
+from ``index`` is accumulated in place: ``rev`` costs O(cost of f).
+
+Both emit flat let-chains (statements appended to ``out``); the optimiser
+cleans up what is left.
+"""
+from __future__ import annotations
+
+from ..errors import LabrysError
+from ..ir import nodes as ir
+from ..ir.build import C, V, get, is_atom, lam, tup, zero_tangent
+from ..ir.names import DerivedName
+from ..ir.traverse import FreshNames
+from ..ir.types import INTEGER, TLM
+from ..prelude import lookup
+from .jacobian import is_constant_tangent
+
+Out = list  # of (binder, rhs): a let-chain under construction
+
+
+def wrap(out: Out, body: ir.Expr) -> ir.Expr:
+    for binder, rhs in reversed(out):
+        body = ir.Let(binder, rhs, body)
+    return body
+
+
+def spread(e: ir.Expr, n: int, out: Out, fresh: FreshNames) -> tuple[ir.Expr, ...]:
+    """The ``n`` components of ``e`` (a tuple literal, or an atom destructured once)."""
+    if n == 1:
+        return (e,)
+    if isinstance(e, ir.Tuple):
+        return e.elems
+    names = tuple(fresh("c") for _ in range(n))
+    out.append((names, e))
+    return tuple(V(x) for x in names)
+
+
+class Transposer:
+    """Apply/reverse-apply for the linear maps of one function."""
+
+    def __init__(self, fresh: FreshNames, ds: ir.Expr | None = None) -> None:
+        self.fresh, self.ds = fresh, ds
+
+    def bind(self, e: ir.Expr, out: Out, hint: str = "t") -> ir.Expr:
+        if is_atom(e):
+            return e
+        name = self.fresh(hint)
+        out.append((name, e))
+        return V(name)
+
+    def sum(self, terms: list[ir.Expr]) -> ir.Expr:
+        total = terms[0]
+        for t in terms[1:]:
+            total = C("ts_add", total, t)
+        return total
+
+    # --- the leaves: Jacobians of calls -------------------------------------
+    def call_rule(self, jac: ir.Call, v: ir.Expr, out: Out, reverse: bool) -> ir.Expr:
+        """[D f](a) ⊙ v  ⇒  fwd$f(a, v)  (A9);  v ⊙ᴿ [D f](a)  ⇒  rev$f(a, v)  (RA8).
+        A primitive's rule is inlined; a user function is called."""
+        base = jac.func.base
+        prim = lookup(base) if isinstance(base, str) else None
+        if prim is None:
+            return ir.Call(DerivedName("rev" if reverse else "fwd", base), tup(jac.arg, v))
+        arg = jac.arg
+        args = arg.elems if isinstance(arg, ir.Tuple) else (arg,)
+        types = tuple(a.type for a in args)
+        if reverse:
+            parts = prim.rules["rev"](args, v, types)
+            return parts[0] if len(args) == 1 else tup(*parts)
+        dargs = spread(v, len(args), out, self.fresh) if len(args) != 1 else (v,)
+        return prim.rules["fwd"](args, dargs, types)
+
+    # --- forward: M ⊙ v, v = None meaning the input tangent ds (Fig. 4) ----
+    def apply(self, m: ir.Expr, v: ir.Expr | None, env: dict[str, str], out: Out) -> ir.Expr:
+        match m:
+            case ir.Var(name):
+                if v is not None:
+                    raise LabrysError(f"internal: ∂-variable {name} applied to a non-input tangent", m.span)
+                return V(env[name])
+            case ir.Let(binder, rhs, body):
+                if isinstance(rhs.type, TLM):
+                    env[binder] = dx = self.fresh("d" + binder.lstrip("∂").split("$")[0])
+                    out.append((dx, self.apply(rhs, None, env, out)))
+                else:
+                    out.append((binder, rhs))
+                return self.apply(body, v, env, out)
+            case ir.If(c, t, f):
+                return ir.If(c, self.scoped(lambda o: self.apply(t, v, env, o)),
+                             self.scoped(lambda o: self.apply(f, v, env, o)))
+            case ir.Assert(c, body):
+                return ir.Assert(c, self.scoped(lambda o: self.apply(body, v, env, o)))
+            case ir.Call(DerivedName("D"), _):
+                return self.call_rule(m, self.input(v), out, reverse=False)
+            case ir.Call(f, arg) if isinstance(f, str):
+                return self.apply_lm(f, arg, m, v, env, out)
+        return C("lmApply", m, self.input(v))
+
+    def input(self, v: ir.Expr | None) -> ir.Expr:
+        return self.ds if v is None else v
+
+    def apply_lm(self, f: str, arg: ir.Expr, m: ir.Expr, v, env, out: Out) -> ir.Expr:
+        args = arg.elems if isinstance(arg, ir.Tuple) else (arg,)
+        if f == "lmZero":
+            return zero_tangent(args[1], args[1].type)
+        if f == "lmOne":
+            return self.input(v)
+        if f == "lmScale":
+            return C("ts_scale", args[1], self.input(v))
+        if f == "lmCompose":
+            inner = self.bind(self.apply(args[1], v, env, out), out)
+            return self.apply(args[0], inner, env, out)
+        if f == "lmAdd":
+            v = v if v is None else self.bind(v, out)
+            return C("ts_add", self.bind(self.apply(args[0], v, env, out), out), self.apply(args[1], v, env, out))
+        if f == "lmVCat":
+            return tup(*(self.bind(self.apply(x, v, env, out), out) for x in args))
+        if f == "lmHCat":
+            parts = spread(self.bind(self.input(v), out), len(args), out, self.fresh)
+            return self.sum([self.bind(self.apply(x, p, env, out), out) for x, p in zip(args, parts)])
+        if f in ("lmBuild", "lmSumBuild", "lmBuildT"):
+            n, body = args
+            i = body.var
+            v_i = v if f != "lmBuildT" else C("index", V(i), self.input(v))
+            loop_body = self.scoped(lambda o: self.apply(body.body, v_i, env, o))
+            return C("build" if f == "lmBuild" else "sumbuild", n, lam(i, INTEGER, loop_body))
+        if f == "lmTranspose":
+            return self.reverse_closed(args[0], self.bind(self.input(v), out), out)
+        return C("lmApply", m, self.input(v))
+
+    def scoped(self, emit) -> ir.Expr:
+        out: Out = []
+        return wrap(out, emit(out))
+
+    # --- reverse: dr ⊙ᴿ M for a closed M (no ∂-variables) -------------------
+    def reverse_closed(self, m: ir.Expr, r: ir.Expr, out: Out) -> ir.Expr:
+        match m:
+            case ir.Let(binder, rhs, body):
+                out.append((binder, rhs))
+                return self.reverse_closed(body, r, out)
+            case ir.If(c, t, f):
+                return ir.If(c, self.scoped(lambda o: self.reverse_closed(t, r, o)),
+                             self.scoped(lambda o: self.reverse_closed(f, r, o)))
+            case ir.Call(DerivedName("D"), _):
+                return self.call_rule(m, r, out, reverse=True)
+            case ir.Call(f, arg) if isinstance(f, str):
+                return self.reverse_lm(f, arg, m, r, out)
+        return C("lmApplyR", r, m)
+
+    def reverse_lm(self, f: str, arg: ir.Expr, m: ir.Expr, r: ir.Expr, out: Out) -> ir.Expr:
+        args = arg.elems if isinstance(arg, ir.Tuple) else (arg,)
+        if f == "lmZero":
+            return zero_tangent(args[0], args[0].type)
+        if f == "lmOne":
+            return r
+        if f == "lmScale":
+            return C("ts_scale", args[1], r)
+        if f == "lmCompose":
+            return self.reverse_closed(args[1], self.bind(self.reverse_closed(args[0], r, out), out), out)
+        if f == "lmAdd":
+            return C("ts_add", self.bind(self.reverse_closed(args[0], r, out), out),
+                     self.reverse_closed(args[1], r, out))
+        if f == "lmVCat":
+            parts = spread(r, len(args), out, self.fresh)
+            return self.sum([self.bind(self.reverse_closed(x, p, out), out) for x, p in zip(args, parts)])
+        if f == "lmHCat":
+            return tup(*(self.bind(self.reverse_closed(x, r, out), out) for x in args))
+        if f in ("lmBuild", "lmSumBuild", "lmBuildT"):
+            n, body = args
+            i = body.var
+            r_i = C("index", V(i), r) if f == "lmBuild" else r
+            loop_body = self.scoped(lambda o: self.reverse_closed(body.body, r_i, o))
+            return C("build" if f == "lmBuildT" else "sumbuild", n, lam(i, INTEGER, loop_body))
+        if f == "lmTranspose":
+            return self.apply(args[0], r, {}, out)
+        return C("lmApplyR", r, m)
+
+    # --- reverse: contributions of dr ⊙ᴿ M to each ∂-variable (§6.2) --------
+    def reverse(self, m: ir.Expr, r: ir.Expr, acc: dict[str, list], witness: dict[str, ir.Expr],
+                out: Out) -> None:
+        match m:
+            case ir.Var(name):
+                if not is_constant_tangent(witness[name].type):
+                    acc.setdefault(name, []).append(r)
+            case ir.Let(binder, rhs, body) if isinstance(rhs.type, TLM):
+                self.reverse(body, r, acc, witness, out)
+                terms = acc.pop(binder, [])
+                if terms:
+                    total = self.bind(self.sum(terms), out, "r" + binder.lstrip("∂").split("$")[0])
+                    self.reverse(rhs, total, acc, witness, out)
+            case ir.Let(binder, rhs, body):
+                out.append((binder, rhs))
+                self.reverse(body, r, acc, witness, out)
+            case ir.If(c, t, f):
+                branches = [self.reverse_scope(x, r, witness) for x in (t, f)]
+                self.join(lambda bodies: ir.If(c, *bodies), branches, acc, witness, out)
+            case ir.Assert(c, body):
+                out.append((self.fresh("ok"), ir.Assert(c, tup())))
+                self.reverse(body, r, acc, witness, out)
+            case ir.Call("lmZero", _):
+                pass
+            case ir.Call("lmCompose", ir.Tuple((first, then))):
+                self.reverse(then, self.bind(self.reverse_closed(first, r, out), out), acc, witness, out)
+            case ir.Call("lmAdd", ir.Tuple((a, b))):
+                self.reverse(a, r, acc, witness, out)
+                self.reverse(b, r, acc, witness, out)
+            case ir.Call("lmVCat", arg):
+                ms = arg.elems if isinstance(arg, ir.Tuple) else (arg,)
+                for x, p in zip(ms, spread(r, len(ms), out, self.fresh)):
+                    self.reverse(x, self.bind(p, out), acc, witness, out)
+            case ir.Call("lmBuild" | "lmSumBuild" as f, ir.Tuple((n, body))):
+                r_i = C("index", V(body.var), r) if f == "lmBuild" else r
+                scope = self.reverse_scope(body.body, r_i, witness, bound=body.var)
+                self.join(lambda bodies: C("sumbuild", n, lam(body.var, INTEGER, bodies[0])), [scope],
+                          acc, witness, out)
+            case _:
+                raise LabrysError("internal: cannot transpose this linear map", m.span)
+
+    def reverse_scope(self, m: ir.Expr, r: ir.Expr, witness, bound: str | None = None):
+        """Reverse ``m`` in a scope of its own: (statements, contributions to outer ∂-variables)."""
+        out: Out = []
+        acc: dict[str, list] = {}
+        r = self.bind(r, out, "r")
+        self.reverse(m, r, acc, witness, out)
+        return out, acc
+
+    def join(self, make, scopes, acc: dict[str, list], witness, out: Out) -> None:
+        """Bind the contributions of sub-scopes (branches, loop bodies) as one tuple."""
+        keys = sorted({k for _, a in scopes for k in a})
+        if not keys:
+            return
+        bodies = []
+        for s_out, s_acc in scopes:
+            parts = [self.sum(s_acc[k]) if k in s_acc else zero_tangent(witness[k], witness[k].type) for k in keys]
+            bodies.append(wrap(s_out, parts[0] if len(keys) == 1 else tup(*parts)))
+        names = tuple(self.fresh("r" + k.lstrip("∂").split("$")[0]) for k in keys)
+        out.append((names[0] if len(names) == 1 else names, make(bodies)))
+        for k, name in zip(keys, names):
+            acc.setdefault(k, []).append(V(name))

@@ -1,0 +1,65 @@
+"""Small constructors for building IR in passes and derivative rules."""
+from __future__ import annotations
+
+from .names import Name
+from .nodes import Const, Expr, Get, If, Lam, Let, Tuple, Var, call, const
+from .types import INTEGER, TTensor, TTuple, Type
+
+UNIT = Tuple(())
+ZERO = const(0.0)
+ONE = const(1.0)
+
+
+def C(func: Name, *args: Expr) -> Expr:
+    """``(func args...)``."""
+    return call(func, *args)
+
+
+def V(name: str, t: Type | None = None) -> Var:
+    return Var(name, type=t)
+
+
+def tup(*elems: Expr) -> Tuple:
+    return Tuple(tuple(elems))
+
+
+def get(i: int, n: int, e: Expr) -> Expr:
+    """1-based projection, simplified on a tuple literal."""
+    return e.elems[i - 1] if isinstance(e, Tuple) else Get(i, n, e)
+
+
+def let(binder: str | tuple[str, ...], rhs: Expr, body: Expr) -> Let:
+    return Let(binder, rhs, body)
+
+
+def lam(var: str, t: Type, body: Expr) -> Lam:
+    return Lam(var, t, body)
+
+
+def if_(c: Expr, t: Expr, f: Expr) -> If:
+    return If(c, t, f)
+
+
+def index_type(t: TTensor) -> Type:
+    return INTEGER if t.rank == 1 else TTuple((INTEGER,) * t.rank)
+
+
+def is_atom(e: Expr) -> bool:
+    """Variables, constants and the unit ``(tuple)``: free to duplicate."""
+    return isinstance(e, (Var, Const)) or isinstance(e, Tuple) and not e.elems
+
+
+def zero_tangent(x: Expr, t: Type) -> Expr:
+    """The zero tangent of ``x : t``: a constant where ``dT(t)`` holds no Float."""
+    from ..types.tangent import tangent_type
+
+    dt = tangent_type(t)
+    return _unit_value(dt) if _all_units(dt) else C("ts_zero", x)
+
+
+def _all_units(t: Type) -> bool:
+    return isinstance(t, TTuple) and all(_all_units(e) for e in t.elems)
+
+
+def _unit_value(t: Type) -> Expr:
+    return Tuple(tuple(_unit_value(e) for e in t.elems))

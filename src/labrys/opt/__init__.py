@@ -1,0 +1,1 @@
+"""Optimisation passes: pure functions from IR to IR."""

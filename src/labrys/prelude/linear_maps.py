@@ -1,0 +1,213 @@
+"""Linear maps as values: the vocabulary of seed 000 Fig. 3, with the
+run-time semantics of Fig. 4, so that an unoptimised ``[D f]`` runs and can
+be applied (``lmApply``, ⊙) and transposed (``lmApplyR``, ⊙ᴿ).
+
+Constructors that need the types of the spaces take *witness* values of the
+primal types, as ksc does: ``(lmZero s t) : LM dT(s) dT(t)``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..ir.types import FLOAT, INTEGER, TLam, TLM, TTensor, TTuple, Type
+from ..types.tangent import tangent_type
+from ..values import PrimError, dense, make_vec
+from .arith import _scale, add_fn, zero_tangent_fn
+from .registry import args_of, primitive, spread
+
+
+@dataclass(frozen=True)
+class LinearMap:
+    """A linear map, known by its action ⊙ and its transpose's action ⊙ᴿ."""
+
+    apply: Callable[[Any], Any]
+    apply_r: Callable[[Any], Any]
+
+
+def _total(add: Callable, items, what: str) -> Any:
+    acc, first = None, True
+    for x in items:
+        acc, first = (x, False) if first else (add(acc, x), False)
+    if first:
+        raise PrimError(f"{what}: a sum of no linear maps has no known size")
+    return acc
+
+
+def _lm(t: Type) -> TLM | None:
+    return t if isinstance(t, TLM) else None
+
+
+def _lms(t: Type) -> tuple[TLM, ...] | None:
+    elems = t.elems if isinstance(t, TTuple) else (t,)
+    return elems if elems and all(isinstance(e, TLM) for e in elems) else None
+
+
+def _lm_prim(name: str, typeof, impl, doc: str) -> None:
+    primitive(name, typeof, impl, doc, cost=lambda r, a: 1, nondiff=True)
+
+
+# 0, 1, S(k)
+_lm_prim("lmZero", lambda t: TLM(tangent_type(t.elems[0]), tangent_type(t.elems[1]))
+         if args_of(t, 2) else None,
+         lambda t: spread(lambda s, x: LinearMap(lambda _: zero_tangent_fn(t.elems[1])(x),
+                                                 lambda _: zero_tangent_fn(t.elems[0])(s))),
+         "(lmZero s t): the zero linear map dT(s) ⊸ dT(t).")
+_lm_prim("lmOne", lambda t: TLM(tangent_type(t), tangent_type(t)),
+         lambda t: lambda s: LinearMap(lambda dx: dx, lambda dr: dr), "(lmOne s): the identity on dT(s).")
+
+
+def _scale_type(t: Type) -> Type | None:
+    ab = args_of(t, 2)
+    return TLM(tangent_type(ab[0]), tangent_type(ab[0])) if ab and ab[1] == FLOAT else None
+
+
+_lm_prim("lmScale", _scale_type,
+         lambda t: spread(lambda s, k: LinearMap(lambda dx: _scale(tangent_type(t.elems[0]))(k, dx),
+                                                 lambda dr: _scale(tangent_type(t.elems[0]))(k, dr))),
+         "(lmScale s k): multiplication by the Float k, on dT(s).")
+
+
+# composition, sum, transposition
+def _compose_type(t: Type) -> Type | None:
+    ab = args_of(t, 2)
+    return TLM(ab[1].src, ab[0].dst) if ab and _lm(ab[0]) and _lm(ab[1]) and ab[0].src == ab[1].dst else None
+
+
+_lm_prim("lmCompose", _compose_type,
+         lambda t: spread(lambda m, n: LinearMap(lambda dx: m.apply(n.apply(dx)),
+                                                 lambda dr: n.apply_r(m.apply_r(dr)))),
+         "(lmCompose m n): m ∘ n, n first.")
+
+
+def _add_type(t: Type) -> Type | None:
+    ab = args_of(t, 2)
+    return ab[0] if ab and _lm(ab[0]) and ab[0] == ab[1] else None
+
+
+def _add_impl(t: Type):
+    add_dst, add_src = add_fn(t.elems[0].dst), add_fn(t.elems[0].src)
+    return spread(lambda m, n: LinearMap(lambda dx: add_dst(m.apply(dx), n.apply(dx)),
+                                         lambda dr: add_src(m.apply_r(dr), n.apply_r(dr))))
+
+
+_lm_prim("lmAdd", _add_type, _add_impl, "(lmAdd m n): m ⊕ n.")
+_lm_prim("lmTranspose", lambda t: TLM(t.dst, t.src) if _lm(t) else None,
+         lambda t: lambda m: LinearMap(m.apply_r, m.apply), "(lmTranspose m): mᵀ.")
+
+
+# VCat (×) and HCat (⋈), n-ary
+def _vcat_type(t: Type) -> Type | None:
+    ms = _lms(t)
+    ok = ms and all(m.src == ms[0].src for m in ms)
+    return TLM(ms[0].src, TTuple(tuple(m.dst for m in ms))) if ok else None
+
+
+def _vcat_impl(t: Type):
+    add, several = add_fn(_lms(t)[0].src), isinstance(t, TTuple)
+
+    def vcat(ms):
+        ms = ms if several else (ms,)
+        return LinearMap(lambda dx: tuple(m.apply(dx) for m in ms),
+                         lambda dr: _total(add, (m.apply_r(r) for m, r in zip(ms, dr)), "lmVCat"))
+    return vcat
+
+
+def _hcat_type(t: Type) -> Type | None:
+    ms = _lms(t)
+    ok = ms and all(m.dst == ms[0].dst for m in ms)
+    return TLM(TTuple(tuple(m.src for m in ms)), ms[0].dst) if ok else None
+
+
+def _hcat_impl(t: Type):
+    add, several = add_fn(_lms(t)[0].dst), isinstance(t, TTuple)
+
+    def hcat(ms):
+        ms = ms if several else (ms,)
+        return LinearMap(lambda dx: _total(add, (m.apply(x) for m, x in zip(ms, dx)), "lmHCat"),
+                         lambda dr: tuple(m.apply_r(dr) for m in ms))
+    return hcat
+
+
+_lm_prim("lmVCat", _vcat_type, _vcat_impl, "(lmVCat m1 ... mn): m1 × ... × mn, into a tuple.")
+_lm_prim("lmHCat", _hcat_type, _hcat_impl, "(lmHCat m1 ... mn): m1 ⋈ ... ⋈ mn, from a tuple.")
+
+
+# Loops over i: B (build), B' (its transpose) and Σ (sum), each of (n, lam i m).
+def _loop_lm(t: Type) -> TLM | None:
+    ab = args_of(t, 2)
+    if ab and ab[0] == INTEGER and isinstance(ab[1], TLam) and ab[1].arg == INTEGER:
+        return _lm(ab[1].res)
+    return None
+
+
+def _indices(n: int):
+    if n < 0:
+        raise PrimError(f"negative size {n}")
+    return range(n)
+
+
+def _build_impl(t: Type):
+    m_t = _lm(t.elems[1].res)
+    add = add_fn(m_t.src)
+    return spread(lambda n, f: LinearMap(
+        lambda dx: make_vec(m_t.dst, [f(i).apply(dx) for i in _indices(n)]),
+        lambda dr: _total(add, (f(i).apply_r(dense(dr)[i]) for i in _indices(n)), "lmBuild")))
+
+
+def _build_t_impl(t: Type):
+    m_t = _lm(t.elems[1].res)
+    add = add_fn(m_t.dst)
+    return spread(lambda n, f: LinearMap(
+        lambda dx: _total(add, (f(i).apply(dense(dx)[i]) for i in _indices(n)), "lmBuildT"),
+        lambda dr: make_vec(m_t.src, [f(i).apply_r(dr) for i in _indices(n)])))
+
+
+def _sumbuild_impl(t: Type):
+    m_t = _lm(t.elems[1].res)
+    add_dst, add_src = add_fn(m_t.dst), add_fn(m_t.src)
+    return spread(lambda n, f: LinearMap(
+        lambda dx: _total(add_dst, (f(i).apply(dx) for i in _indices(n)), "lmSumBuild"),
+        lambda dr: _total(add_src, (f(i).apply_r(dr) for i in _indices(n)), "lmSumBuild")))
+
+
+_lm_prim("lmBuild", lambda t: TLM(m.src, TTensor(1, m.dst)) if (m := _loop_lm(t)) else None, _build_impl,
+         "(lmBuild n (lam i m)): B(n, i.m) = V(build n (lam i m)): s ⊸ Vec t.")
+_lm_prim("lmBuildT", lambda t: TLM(TTensor(1, m.src), m.dst) if (m := _loop_lm(t)) else None, _build_t_impl,
+         "(lmBuildT n (lam i m)): B′(n, i.m) = H(build n (lam i m)): Vec s ⊸ t.")
+_lm_prim("lmSumBuild", lambda t: _loop_lm(t), _sumbuild_impl,
+         "(lmSumBuild n (lam i m)): Σ(n, i.m), the sum of linear maps.")
+
+
+# VCatV and HCatV over a vector of linear maps
+def _vcat_v_type(t: Type) -> Type | None:
+    m = _lm(t.elem) if isinstance(t, TTensor) and t.rank == 1 else None
+    return TLM(m.src, TTensor(1, m.dst)) if m else None
+
+
+def _hcat_v_type(t: Type) -> Type | None:
+    m = _lm(t.elem) if isinstance(t, TTensor) and t.rank == 1 else None
+    return TLM(TTensor(1, m.src), m.dst) if m else None
+
+
+_lm_prim("lmVCatV", _vcat_v_type,
+         lambda t: lambda ms: _build_impl(TTuple((INTEGER, TLam(INTEGER, t.elem))))((len(ms), lambda i: ms[i])),
+         "(lmVCatV ms): V(ms), a vector of linear maps stacked: s ⊸ Vec t.")
+_lm_prim("lmHCatV", _hcat_v_type,
+         lambda t: lambda ms: _build_t_impl(TTuple((INTEGER, TLam(INTEGER, t.elem))))((len(ms), lambda i: ms[i])),
+         "(lmHCatV ms): H(ms), a vector of linear maps side by side: Vec s ⊸ t.")
+
+
+# Application
+def _apply_type(t: Type) -> Type | None:
+    ab = args_of(t, 2)
+    return ab[0].dst if ab and _lm(ab[0]) and ab[1] == ab[0].src else None
+
+
+def _apply_r_type(t: Type) -> Type | None:
+    ab = args_of(t, 2)
+    return ab[1].src if ab and _lm(ab[1]) and ab[0] == ab[1].dst else None
+
+
+_lm_prim("lmApply", _apply_type, lambda t: spread(lambda m, dx: m.apply(dx)), "(lmApply m dx): m ⊙ dx.")
+_lm_prim("lmApplyR", _apply_r_type, lambda t: spread(lambda dr, m: m.apply_r(dr)), "(lmApplyR dr m): dr ⊙ᴿ m.")
