@@ -1,6 +1,6 @@
 """labrys: automatic differentiation of the `.ks` language, every algorithm
 of the seed papers as a printable source-to-source transformation."""
-from .api import Function, Module, evaluate, load
+from .api import Derivative, Function, Module, evaluate, grad, jvp, load, vjp
 from .errors import LabrysError
 from .prelude.registry import METER
 from .syntax.parser import parse_expr, parse_program
@@ -8,6 +8,6 @@ from .syntax.printer import show_expr, show_program
 from .types.checker import check_program
 from .types.tangent import tangent_type
 
-__all__ = ["Function", "LabrysError", "METER", "Module", "check_program", "evaluate", "load",
+__all__ = ["Derivative", "Function", "LabrysError", "grad", "jvp", "vjp", "METER", "Module", "check_program", "evaluate", "load",
            "parse_expr", "parse_program", "show_expr", "show_program", "tangent_type"]
 __version__ = "0.1.0"

@@ -5,15 +5,16 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from .ad import ALGORITHMS, Derivations
 from .backends.interp import Interpreter, Slots
 from .errors import LabrysError, Source
 from .ir import nodes as ir
 from .ir.names import DerivedName, Name, erase_types, show_name
-from .ir.types import TTuple, Type
+from .ir.types import FLOAT, TTuple, Type
 from .syntax.parser import parse_expr, parse_name, parse_program, parse_type
 from .syntax.printer import show_decl, show_program
 from .syntax.sexpr import read
-from .types.checker import CheckedProgram, Functions, Signature, check_expr, check_program
+from .types.checker import CheckedProgram, Functions, Signature, check_def, check_expr, check_program
 from .util.deep import run_deep
 from .values import PrimError, from_python, to_python
 
@@ -94,7 +95,16 @@ class Module:
     def __init__(self, checked: CheckedProgram):
         self.checked = checked
         self.externals: dict[Any, Callable] = {}
-        self.interpreter = Interpreter(checked, self.externals)
+        self.derivations = Derivations(checked)
+        self.interpreter = Interpreter(checked, self.externals, self.derivations)
+
+    def derive(self, derivation: str, name: str | Name, optimise: bool = True) -> "Derivative":
+        """The derived function ``[derivation name]`` (e.g. ``derive("rev", "f")``),
+        callable, with its `.ks` source and the pipeline stages that made it."""
+        f = self.function(name)
+        if len(f.sigs) != 1:
+            raise LabrysError(f"{show_name(f.name)} is overloaded: name one, e.g. '[{show_name(f.name)} Float]'")
+        return Derivative(self, derivation, f.sigs[0], optimise)
 
     @property
     def program(self) -> ir.Program:
@@ -151,6 +161,61 @@ class Module:
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
+
+
+class Derivative:
+    """A generated derived function: call it, print it (``source``), inspect ``stages``."""
+
+    def __init__(self, module: Module, derivation: str, sig: Signature, optimise: bool = True):
+        if derivation not in ALGORITHMS:
+            raise LabrysError(f"unknown derivation '{derivation}'; available: {', '.join(sorted(ALGORITHMS))}")
+        self.module, self.derivation, self.sig = module, derivation, sig
+        derived = module.derivations.derive(derivation, sig)
+        self.stages = derived.stages
+        self.d = derived.d if optimise or "unoptimised" not in derived.stages else \
+            check_def(derived.stages["unoptimised"], module.checked.functions)
+        self._code = None
+
+    @property
+    def source(self) -> str:
+        return show_decl(self.d)
+
+    def __call__(self, *args: Any) -> Any:
+        if self._code is None:
+            self._code = self.module.interpreter.compile_def(self.d)
+        value = from_python(args[0] if len(args) == 1 else tuple(args), self.d.arg_type,
+                            f"argument of {show_name(self.d.name)}")
+        return to_python(run_deep(lambda: self._code(value)))
+
+    def __repr__(self) -> str:
+        return f"<labrys derivative {show_name(self.d.name)} : {self.d.arg_type} -> {self.d.ret}>"
+
+
+def grad(f: Function, method: str = "rev") -> Callable[..., Any]:
+    """The gradient of a Float-valued labrys function: ``grad(m.f)(x, y)``."""
+    def gradient(*args: Any) -> Any:
+        sig, _ = f.select(args)
+        if sig.ret != FLOAT:
+            raise LabrysError(f"grad needs a Float result; {show_name(sig.name)} returns {sig.ret} (use vjp)")
+        return Derivative(f.module, method, sig)(_primal(args), 1.0)
+    return gradient
+
+
+def jvp(f: Function, primals: tuple, tangents: tuple, method: str = "fwd") -> tuple[Any, Any]:
+    """(f(primals), the derivative of f at primals applied to tangents)."""
+    sig, _ = f.select(primals)
+    return f(*primals), Derivative(f.module, method, sig)(_primal(primals), _primal(tangents))
+
+
+def vjp(f: Function, *primals: Any, method: str = "rev") -> tuple[Any, Callable[[Any], Any]]:
+    """(f(primals), the pullback: a cotangent of the result to one of the arguments)."""
+    sig, _ = f.select(primals)
+    back = Derivative(f.module, method, sig)
+    return f(*primals), lambda ct: back(_primal(primals), ct)
+
+
+def _primal(args: tuple) -> Any:
+    return args[0] if len(args) == 1 else tuple(args)
 
 
 def _external(fn: Callable[..., Any], sig: Signature) -> Callable[[Any], Any]:

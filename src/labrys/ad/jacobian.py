@@ -19,7 +19,7 @@ from ..ir import nodes as ir
 from ..ir.build import C, V, get, lam, let, tup
 from ..ir.names import DerivedName, Name, erase_types
 from ..ir.traverse import FreshNames
-from ..ir.types import INTEGER, TTuple, Type
+from ..ir.types import INTEGER, TLM, TTuple, Type
 from ..prelude import lookup
 from ..types.tangent import tangent_type
 
@@ -133,8 +133,10 @@ class Nabla:
         return C("lmCompose", jac, self.atoms(arg, env))
 
     def loop(self, e: ir.Call, name: str, arg: ir.Expr, env: dict[str, str]) -> ir.Expr:
+        if name == "fold":
+            return self.fold(e, arg, env)
         if name not in ("build", "sumbuild"):
-            raise unsupported(f"'{name}' here (rewrite it with build, or use a fold-capable derivation)", e)
+            raise unsupported(f"'{name}' (rewrite it with build or fold)", e)
         n, f = arg.elems
         if not isinstance(f, ir.Lam) or n.type != INTEGER:
             raise unsupported(f"'{name}' over a tensor of rank > 1, or without a literal lambda", e)
@@ -142,6 +144,20 @@ class Nabla:
         di = self.bind(f.var, inner, INTEGER)
         body = let(di, self.zero(V(f.var)), self.expr(f.body, inner))
         return C("lmBuild" if name == "build" else "lmSumBuild", n, lam(f.var, INTEGER, body))
+
+
+    def fold(self, e: ir.Call, arg: ir.Tuple, env: dict[str, str]) -> ir.Expr:
+        """∇⟦fold(λt.e, a, v)⟧ = lmFold(λt.e, λt.λ∂t.∇⟦e⟧, a, v, ∇a, ∇v)  (Figs. 12-13):
+        the step's Jacobian takes ∂t, the linear map of the step's argument."""
+        step, a0, v = arg.elems
+        if not isinstance(step, ir.Lam):
+            raise unsupported("'fold' without a literal lambda", e)
+        t, t_type = step.var, step.var_type
+        inner = dict(env)
+        dt = self.bind(t, inner, t_type)
+        jac = lam(t, t_type, lam(dt, TLM(tangent_type(self.witness.type), tangent_type(t_type)),
+                                 self.expr(step.body, inner)))
+        return C("lmFold", step, jac, a0, v, self.var(a0, env), self.var(v, env))
 
 
 def param_lms(nabla: Nabla, params: tuple[ir.Param, ...]) -> tuple[dict[str, str], list]:

@@ -23,7 +23,9 @@ from ..ir import nodes as ir
 from ..ir.build import C, V, get, is_atom, lam, tup, zero_tangent
 from ..ir.names import DerivedName
 from ..ir.traverse import FreshNames
-from ..ir.types import INTEGER, TLM
+from ..ir.types import INTEGER, TLM, TTuple
+from ..opt.anf import rename_apart
+from ..types.tangent import tangent_type
 from ..prelude import lookup
 from .jacobian import is_constant_tangent
 
@@ -45,6 +47,15 @@ def spread(e: ir.Expr, n: int, out: Out, fresh: FreshNames) -> tuple[ir.Expr, ..
     names = tuple(fresh("c") for _ in range(n))
     out.append((names, e))
     return tuple(V(x) for x in names)
+
+
+def renamed_witnesses(witness: dict[str, ir.Expr], log: dict[str, str]) -> dict[str, ir.Expr]:
+    """The witnesses of ∂-variables after a renaming of binders (``log``: old -> new)."""
+    def ren(w: ir.Expr) -> ir.Expr:
+        if isinstance(w, ir.Var):
+            return V(log.get(w.name, w.name), w.type)
+        return ir.Tuple(tuple(map(ren, w.elems)), type=w.type)
+    return {log[k]: ren(w) for k, w in witness.items() if k in log}
 
 
 class Transposer:
@@ -138,7 +149,29 @@ class Transposer:
             return C("build" if f == "lmBuild" else "sumbuild", n, lam(i, INTEGER, loop_body))
         if f == "lmTranspose":
             return self.reverse_closed(args[0], self.bind(self.input(v), out), out)
+        if f == "lmFold" and v is None:
+            return self.apply_fold(args, env, out)
         return C("lmApply", m, self.input(v))
+
+    def apply_fold(self, args, env: dict[str, str], out: Out) -> ir.Expr:
+        """FFold (Fig. 14): fold over (value, tangent) pairs, carrying (acc, dacc)."""
+        step, jac, a0, v, m_a0, m_v = args
+        step, jac = rename_apart(step, self.fresh), rename_apart(jac, self.fresh)
+        da0 = self.bind(self.apply(m_a0, None, env, out), out)
+        dv = self.bind(self.apply(m_v, None, env, out), out)
+        a_t, b_t = a0.type, v.type.elem
+        pair = TTuple((TTuple((a_t, tangent_type(a_t))), TTuple((b_t, tangent_type(b_t)))))
+        st, acc, dacc, x, dx = (self.fresh(n) for n in ("st", "acc", "dacc", "x", "dx"))
+        body: Out = [((acc, dacc), get(1, 2, V(st))), ((x, dx), get(2, 2, V(st))),
+                     (step.var, tup(V(acc), V(x))), (jac.var, tup(V(acc), V(x)))]
+        dt = self.fresh("dt")
+        body.append((dt, tup(V(dacc), V(dx))))
+        tangent = self.bind(self.apply(jac.body.body, None, {**env, jac.body.var: dt}, body), body)
+        new_acc = self.bind(step.body, body)
+        i = self.fresh("i")
+        pairs = C("build", C("size", v), lam(i, INTEGER, tup(C("index", V(i), v), C("index", V(i), dv))))
+        result = self.bind(C("fold", lam(st, pair, wrap(body, tup(new_acc, tangent))), tup(a0, da0), pairs), out)
+        return get(2, 2, result)
 
     def scoped(self, emit) -> ir.Expr:
         out: Out = []
@@ -220,6 +253,8 @@ class Transposer:
                 ms = arg.elems if isinstance(arg, ir.Tuple) else (arg,)
                 for x, p in zip(ms, spread(r, len(ms), out, self.fresh)):
                     self.reverse(x, self.bind(p, out), acc, witness, out)
+            case ir.Call("lmFold", ir.Tuple(args)):
+                self.reverse_fold(args, r, acc, witness, out)
             case ir.Call("lmBuild" | "lmSumBuild" as f, ir.Tuple((n, body))):
                 r_i = C("index", V(body.var), r) if f == "lmBuild" else r
                 scope = self.reverse_scope(body.body, r_i, witness, bound=body.var)
@@ -227,6 +262,32 @@ class Transposer:
                           acc, witness, out)
             case _:
                 raise LabrysError("internal: cannot transpose this linear map", m.span)
+
+    def reverse_fold(self, args, r: ir.Expr, acc: dict[str, list], witness, out: Out) -> None:
+        """RFold (Fig. 15): ``rfold`` sweeps forward storing the accumulators, then
+        backward through the step's reverse, summing captured contributions."""
+        step, jac, a0, v, m_a0, m_v = args
+        log: dict[str, str] = {}
+        step, jac = rename_apart(step, self.fresh), rename_apart(jac, self.fresh, log)
+        t, t_type, dt = jac.var, jac.var_type, jac.body.var
+        witness = {**witness, **renamed_witnesses(witness, log), dt: V(t, t_type)}
+        q, rq = self.fresh("q"), self.fresh("r")
+        body: Out = [((t, rq), V(q))]
+        inner: dict[str, list] = {}
+        self.reverse(jac.body.body, V(rq), inner, witness, body)
+        ct = inner.pop(dt, None)
+        ct = self.sum(ct) if ct else zero_tangent(V(t, t_type), t_type)
+        keys = sorted(inner)
+        d_acc, d_x = spread(self.bind(ct, body), 2, body, self.fresh)
+        captured = tup(*(self.sum(inner[k]) for k in keys))
+        step_rev = lam(q, TTuple((t_type, tangent_type(a0.type))), wrap(body, tup(d_acc, d_x, captured)))
+        czero = tup(*(zero_tangent(witness[k], witness[k].type) for k in keys))
+        ra0, rv, rc = self.fresh("ra"), self.fresh("rv"), self.fresh("rc")
+        out.append(((ra0, rv, rc), C("rfold", step, step_rev, a0, v, r, czero)))
+        self.reverse(m_a0, V(ra0), acc, witness, out)
+        self.reverse(m_v, V(rv), acc, witness, out)
+        for j, k in enumerate(keys, 1):
+            acc.setdefault(k, []).append(self.bind(get(j, len(keys), V(rc)), out))
 
     def reverse_scope(self, m: ir.Expr, r: ir.Expr, witness, bound: str | None = None):
         """Reverse ``m`` in a scope of its own: (statements, contributions to outer ∂-variables)."""

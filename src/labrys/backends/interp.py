@@ -83,8 +83,7 @@ class Interpreter:
         if isinstance(d, ir.Edef):
             return self.external(sig) or _missing_edef(sig, None)
         if self.derived is None:
-            from ..ad import Derivations
-            self.derived = Derivations(self.checked)
+            raise LabrysError(f"{show_name(sig.name)}: derived functions need a labrys.Module", d.span)
         return self.derived.function_for(sig, self.compile_def)
 
     def external(self, sig: Signature) -> Callable | None:

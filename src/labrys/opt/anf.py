@@ -61,14 +61,16 @@ def anf(e: ir.Expr, fresh: FreshNames | None = None) -> ir.Expr:
     return _Anf(fresh or FreshNames(all_names(e))).expr(e)
 
 
-def _rename(e: ir.Expr, env: dict[str, str], fresh: FreshNames) -> ir.Expr:
-    """``env`` maps old names to new (mutated and restored, so deep lets stay linear)."""
+def _rename(e: ir.Expr, env: dict[str, str], fresh: FreshNames, log: dict[str, str]) -> ir.Expr:
+    """``env`` maps old names to new (mutated and restored, so deep lets stay linear);
+    ``log`` records every renaming made."""
     def under(olds: tuple[str, ...], body: ir.Expr) -> tuple[tuple[str, ...], ir.Expr]:
         news = tuple(fresh(n) for n in olds)
+        log.update(zip(olds, news))
         saved = [(n, env.get(n)) for n in olds]
         env.update(zip(olds, news))
         try:
-            return news, _rename(body, env, fresh)
+            return news, _rename(body, env, fresh, log)
         finally:
             for n, old in reversed(saved):
                 env.pop(n) if old is None else env.__setitem__(n, old)
@@ -80,18 +82,19 @@ def _rename(e: ir.Expr, env: dict[str, str], fresh: FreshNames) -> ir.Expr:
             (new,), b = under((v,), body)
             return ir.Lam(new, t, b, type=e.type, span=e.span)
         case ir.Let(binder, rhs, body):
-            r = _rename(rhs, env, fresh)
+            r = _rename(rhs, env, fresh, log)
             news, b = under(e.names, body)
             return ir.Let(news[0] if isinstance(binder, str) else news, r, b,
                           type=e.type, span=e.span, binding_span=e.binding_span)
         case ir.Case(s, lv, lb, rv, rb):
             (nl,), l_ = under((lv,), lb)
             (nr,), r_ = under((rv,), rb)
-            return ir.Case(_rename(s, env, fresh), nl, l_, nr, r_, type=e.type, span=e.span)
-    return rebuild(e, [_rename(c, env, fresh) for c, _ in children(e)])
+            return ir.Case(_rename(s, env, fresh, log), nl, l_, nr, r_, type=e.type, span=e.span)
+    return rebuild(e, [_rename(c, env, fresh, log) for c, _ in children(e)])
 
 
 @deep
-def rename_apart(e: ir.Expr, fresh: FreshNames) -> ir.Expr:
-    """Give every binder of ``e`` a fresh name (free variables keep theirs)."""
-    return _rename(e, {}, fresh)
+def rename_apart(e: ir.Expr, fresh: FreshNames, log: dict[str, str] | None = None) -> ir.Expr:
+    """Give every binder of ``e`` a fresh name (free variables keep theirs);
+    ``log``, if given, receives the map from old to new binder names."""
+    return _rename(e, {}, fresh, {} if log is None else log)

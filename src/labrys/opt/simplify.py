@@ -122,6 +122,10 @@ class _Simplifier:
         return all(self.uses[n] == 0 for n in names)
 
     def rewrite(self, e: ir.Expr) -> ir.Expr:
+        if isinstance(e, ir.Call) and e.func == "ts_add" and isinstance(e.arg, ir.Tuple):
+            known = tuple(self.tuples.get(x.name, x) if isinstance(x, ir.Var) else x for x in e.arg.elems)
+            if all(isinstance(x, ir.Tuple) for x in known):
+                e = ir.Call("ts_add", ir.Tuple(known), type=e.type)
         new = _rewrite(e)
         if new is not e:
             self.changed = True
@@ -150,6 +154,11 @@ def _args(arg: ir.Expr) -> tuple[ir.Expr, ...]:
 
 def _rewrite_call(e: ir.Call, f: str, arg: ir.Expr) -> ir.Expr:
     a = _args(arg)
+    if f == "ts_zero" and a[0].type == FLOAT:
+        return ir.const(0.0)
+    if f == "ts_add" and len(a) == 2 and isinstance(a[0], ir.Tuple) and isinstance(a[1], ir.Tuple) \
+            and len(a[0].elems) == len(a[1].elems):  # componentwise
+        return ir.Tuple(tuple(ir.Call("ts_add", ir.Tuple((x, y))) for x, y in zip(a[0].elems, a[1].elems)))
     if f == "ts_add" and len(a) == 2:
         if is_zero(a[1]):
             return a[0]

@@ -211,3 +211,37 @@ def _apply_r_type(t: Type) -> Type | None:
 
 _lm_prim("lmApply", _apply_type, lambda t: spread(lambda m, dx: m.apply(dx)), "(lmApply m dx): m ⊙ dx.")
 _lm_prim("lmApplyR", _apply_r_type, lambda t: spread(lambda dr, m: m.apply_r(dr)), "(lmApplyR dr m): dr ⊙ᴿ m.")
+
+
+# lmFold (seed 000 Figs. 12-13): the Jacobian of fold, from the step's Jacobian
+# as a function of ∂t, the linear map of the step's argument.
+def _fold_type(t: Type) -> Type | None:
+    """(lmFold step jac acc0 v ∂acc0 ∂v) : LM dS dA."""
+    args = args_of(t, 6)
+    if args is None:
+        return None
+    step, jac, acc, v, m_acc, m_v = args
+    ok = (isinstance(step, TLam) and isinstance(jac, TLam) and jac.arg == step.arg
+          and isinstance(jac.res, TLam) and _lm(m_acc) and _lm(m_v) and m_acc.src == m_v.src)
+    return TLM(m_acc.src, m_acc.dst) if ok else None
+
+
+def _fold_impl(t: Type):
+    def lm_fold(step, jac, acc0, v, m_acc, m_v):
+        def apply(ds):  # FFold (Fig. 14)
+            acc, dacc, dv = acc0, m_acc.apply(ds), dense(m_v.apply(ds))
+            for i, x in enumerate(dense(v)):
+                x = float(x) if dense(v).dtype != object else x
+                here = LinearMap(lambda _, d=(dacc, dv[i]): d, None)
+                acc, dacc = step((acc, x)), jac((acc, x))(here).apply(ds)
+            return dacc
+
+        def apply_r(dr):
+            raise PrimError("the transpose of lmFold runs through [rev f] (RFold); apply it there")
+        return LinearMap(apply, apply_r)
+    return spread(lm_fold)
+
+
+_lm_prim("lmFold", _fold_type, _fold_impl,
+         "(lmFold step jac acc0 v ∂acc0 ∂v): the Jacobian of (fold step acc0 v), seed 000 Fig. 13; "
+         "jac t ∂t is the step's Jacobian given ∂t.")

@@ -384,3 +384,43 @@ primitive("outer", _outer_type, lambda t: spread(lambda u, v: np.outer(dense(u),
           "(outer u v): the matrix u vᵀ (a Tensor 2 Float).",
           fwd=lambda a, d, t: C("add", C("outer", d[0], a[1]), C("outer", a[0], d[1])),
           rev=lambda a, r, t: (C("mul", r, a[1]), C("matvec_T", r, a[0])))
+
+
+# --- RFold (seed 000 Fig. 15): the reverse sweep of fold, as one loop ----------
+
+def _rfold_type(t: Type) -> Type | None:
+    """(rfold step step_rev acc0 v dacc czero) : (Tuple dA (Vec dB) C)."""
+    args = args_of(t, 6)
+    if args is None:
+        return None
+    step, step_rev, acc, v, dacc, czero = args
+    ok = (isinstance(step, TLam) and isinstance(v, TTensor) and v.rank == 1
+          and step.arg == TTuple((acc, v.elem)) and step.res == acc and isinstance(step_rev, TLam)
+          and step_rev.arg == TTuple((step.arg, dacc)) and isinstance(step_rev.res, TTuple)
+          and len(step_rev.res.elems) == 3 and step_rev.res.elems[0] == dacc and step_rev.res.elems[2] == czero)
+    return TTuple((dacc, TTensor(1, step_rev.res.elems[1]), czero)) if ok else None
+
+
+def _rfold_impl(t: Type) -> Callable:
+    step_t, step_rev_t, _, v_t, _, c_t = t.elems
+    dx_t = step_rev_t.res.elems[1]
+    add_c = accumulator(c_t)
+
+    def rfold(step, step_rev, acc, v, dacc, czero):
+        xs = [float(x) if isinstance(x, np.floating) else x for x in dense(v)]
+        states = []
+        for x in xs:  # forward sweep, keeping every accumulator (Fig. 15's acc_i)
+            states.append(acc)
+            acc = step((acc, x))
+        dxs, c = [None] * len(xs), owned(czero)
+        for i in reversed(range(len(xs))):
+            dacc, dxs[i], dc = step_rev(((states[i], xs[i]), dacc))
+            c = add_c(c, dc)
+        return dacc, make_vec(dx_t, dxs), c
+    return spread(rfold)
+
+
+primitive("rfold", _rfold_type, _rfold_impl,
+          "(rfold step step_rev acc0 v dacc czero): reverse mode of (fold step acc0 v) (RFold, seed 000 "
+          "Fig. 15): the cotangents of acc0 and v, and the captured variables' summed contributions.",
+          cost=lambda r, a: 0, nondiff=True)
