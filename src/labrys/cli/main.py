@@ -110,6 +110,12 @@ def cmd_fmt(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_show(args: argparse.Namespace) -> int:
+    from .show import show
+
+    return show(args.file, args.fn, args.stages, args.deriv, not args.unoptimised)
+
+
 def demo_source() -> str:
     return resources.files("labrys").joinpath("demo.ks").read_text(encoding="utf-8")
 
@@ -143,6 +149,16 @@ def build_parser() -> argparse.ArgumentParser:
     fmt.add_argument("file", metavar="FILE")
     fmt.add_argument("--check", action="store_true", help="exit 1 if the file is not in canonical layout")
     fmt.set_defaults(handler=cmd_fmt)
+
+    show = sub.add_parser("show", help="print a derived function, or the whole AD pipeline, as .ks",
+                          description="Print the derived function [DERIV FN] as .ks; with --stages, the twelve "
+                                      "stages of the Knossos pipeline (seed 002's Demo).")
+    show.add_argument("file", metavar="FILE")
+    show.add_argument("fn", metavar="FN", help="the function, e.g. f or '[f Float]'")
+    show.add_argument("--stages", action="store_true", help="print every stage: Jacobian, fwd, rev, CSE")
+    show.add_argument("--deriv", default="rev", metavar="NAME", help="derivation to print (D, fwd, rev)")
+    show.add_argument("--unoptimised", action="store_true", help="print the derivation before optimisation")
+    show.set_defaults(handler=cmd_show)
 
     demo = sub.add_parser("demo", help="run the bundled example and show what labrys does",
                           description="Run the bundled demo program: its source, values and derivatives.")

@@ -156,6 +156,8 @@ def _rewrite_call(e: ir.Call, f: str, arg: ir.Expr) -> ir.Expr:
     a = _args(arg)
     if f == "ts_zero" and a[0].type == FLOAT:
         return ir.const(0.0)
+    if f == "ts_add" and len(a) == 2 and a[0].type == FLOAT and a[1].type == FLOAT:
+        return ir.Call("add", arg, type=e.type)  # reads better; the same on Floats
     if f == "ts_add" and len(a) == 2 and isinstance(a[0], ir.Tuple) and isinstance(a[1], ir.Tuple) \
             and len(a[0].elems) == len(a[1].elems):  # componentwise
         return ir.Tuple(tuple(ir.Call("ts_add", ir.Tuple((x, y))) for x, y in zip(a[0].elems, a[1].elems)))

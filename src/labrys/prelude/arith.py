@@ -10,7 +10,7 @@ import numpy as np
 
 from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TBase, TTensor, TTuple, Type
 from ..ir.build import C, UNIT, get
-from ..ir.nodes import Expr, Tuple
+from ..ir.nodes import Expr, Tuple, const
 from ..types.tangent import tangent_type
 from ..values import DeltaVec, PrimError, dense, make_vec, numel
 from .registry import args_of, primitive, spread
@@ -175,10 +175,12 @@ def unbroadcast(r: Expr, t: Type, result: tuple[Type, ...]) -> Expr:
 
 _binary("add", operator.add, np.add, "Sum; elementwise on tensors and tuples.",
         lambda a, b: wrap64(a + b),
+        jacobian=lambda a: C("lmHCat", C("lmOne", a[0]), C("lmOne", a[1])),
         fwd=lambda a, d, t: C("add", *d),
         rev=lambda a, r, t: (unbroadcast(r, t[0], t), unbroadcast(r, t[1], t)))
 _binary("sub", operator.sub, np.subtract, "Difference; elementwise on tensors and tuples.",
         lambda a, b: wrap64(a - b),
+        jacobian=lambda a: C("lmHCat", C("lmOne", a[0]), C("lmScale", a[1], const(-1.0))),
         fwd=lambda a, d, t: C("sub", *d),
         rev=lambda a, r, t: (unbroadcast(r, t[0], t), unbroadcast(C("neg", r), t[1], t)))
 
@@ -195,7 +197,9 @@ def _div_rev(a, r, t):
 
 
 _binary("div", _fdiv, np.divide, "Quotient (Integer: truncating toward zero); elementwise.", _idiv,
-        fwd=componentwise(_div_fwd), rev=componentwise_rev(_div_rev))
+        fwd=componentwise(_div_fwd), rev=componentwise_rev(_div_rev),
+        jacobian=lambda a: C("lmHCat", C("lmScale", a[0], C("div", const(1.0), a[1])),
+                             C("lmScale", a[1], C("neg", C("div", a[0], C("mul", a[1], a[1]))))))
 
 
 def _mul_type(t: Type) -> Type | None:
@@ -284,12 +288,14 @@ def _mul_rev(a, r, t):
 primitive("mul", _mul_type, _mul_impl,
           "Product; elementwise on tensors/tuples; Float times a tensor scales it; "
           "a matrix (Tensor 2 Float or Vec (Vec Float)) times a Vec Float is matrix-vector product.",
-          cost=_mul_cost, fwd=componentwise(_mul_fwd), rev=componentwise_rev(_mul_rev))
+          cost=_mul_cost, fwd=componentwise(_mul_fwd), rev=componentwise_rev(_mul_rev),
+          jacobian=lambda a: C("lmHCat", C("lmScale", a[0], a[1]), C("lmScale", a[1], a[0])))
 
 primitive("neg", lambda t: t if is_numeric(t) else None,
           lambda t: lift1(t, lambda x: wrap64(-x) if isinstance(x, int) else -x, np.negative),
           "Negation; elementwise.",
-          fwd=lambda a, d, t: C("neg", d[0]), rev=lambda a, r, t: (C("neg", r),))
+          fwd=lambda a, d, t: C("neg", d[0]), rev=lambda a, r, t: (C("neg", r),),
+          jacobian=lambda a: C("lmScale", a[0], const(-1.0)))
 
 
 # --- comparison and logic ---------------------------------------------------

@@ -82,7 +82,8 @@ _SLOPE = {
 def _slope_rules(name: str) -> dict:
     slope = _SLOPE[name]
     return dict(fwd=lambda a, d, t: C("mul", slope(a[0]), d[0]),
-                rev=lambda a, r, t: (C("mul", slope(a[0]), r),))
+                rev=lambda a, r, t: (C("mul", slope(a[0]), r),),
+                jacobian=lambda a: C("lmScale", a[0], slope(a[0])))
 
 
 for _name, _f in _UNARY.items():

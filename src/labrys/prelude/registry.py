@@ -59,7 +59,10 @@ def primitive(name: str, typeof: TypeRule, impl: Callable[[Type], Fn], doc: str,
 # ``args`` are the call's arguments as atoms (variables or constants: the AD
 # passes put programs in A-normal form first, so a rule may repeat them),
 # ``dargs`` their tangents, ``dr`` the result's cotangent (an atom), and
-# ``types`` the argument types.  ``nondiff=True`` declares a primitive whose
+# ``types`` the argument types.  Scalar primitives may also give
+# ``jacobian(args) -> Expr``, their Jacobian in the linear-map vocabulary of
+# seed 000 Fig. 2 (e.g. ∂mul = S(y) ⋈ S(x)), used when the optimiser prints
+# the Jacobian stages.  ``nondiff=True`` declares a primitive whose
 # derivative is zero (comparisons, sizes, conversions from Integer).  Every
 # AD algorithm builds on these two rules, so adding a primitive touches one
 # place.
