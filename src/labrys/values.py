@@ -34,8 +34,39 @@ class Inj:
     value: Any
 
 
-@dataclass(frozen=True, slots=True)
-class DeltaVec:
+class Sparse:
+    """A tensor stored sparsely: ``dense()`` gives (and caches) its values.
+
+    Note [Sparse cotangents]: reverse mode of ``index`` produces one-hot
+    tensors, and a gradient is a sum of many of them.  :class:`DeltaVec` is
+    one term; :class:`SparseSum` a persistent chain of terms over an
+    optional dense base, so adding a term costs O(1) whoever holds the sum,
+    and the tensor is materialised once, when something needs its values.
+    ``like`` is a primal tensor of the same shape, so zeros are shaped
+    correctly even for ragged ``Vec (Vec Float)``.
+    """
+
+    __slots__ = ()
+
+    def dense(self) -> np.ndarray:
+        raise NotImplementedError
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        raise NotImplementedError
+
+
+def _zeros(shape: tuple[int, ...], elem: Type, like: Any, template: Any) -> np.ndarray:
+    if elem == FLOAT:
+        return np.zeros(shape)
+    if like is not None:
+        like = dense(like)
+        return make_vec(elem, [zero_tangent_of(x) for x in like.flat], shape)
+    return make_vec(elem, [zero_like(template)] * int(np.prod(shape)), shape)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DeltaVec(Sparse):
     """A tensor of size ``n`` that is ``value`` at ``index`` and zero elsewhere
     (``n`` and ``index`` are Integers, or N-tuples for a Tensor N)."""
 
@@ -43,16 +74,106 @@ class DeltaVec:
     index: int | tuple[int, ...]
     value: Any
     elem: Type
+    like: Any = None
 
     @property
     def shape(self) -> tuple[int, ...]:
         return (self.n,) if isinstance(self.n, int) else tuple(self.n)
 
     def dense(self) -> np.ndarray:
-        shape = self.shape
-        out = make_vec(self.elem, [zero_like(self.value)] * int(np.prod(shape)), shape)
-        out[self.index] = self.value
+        out = _zeros(self.shape, self.elem, self.like, self.value)
+        out[self.index] = dense(self.value) if self.elem == FLOAT else self.value
         return out
+
+    def terms(self):
+        yield self
+
+
+class SparseSum(Sparse):
+    """``base + Σ terms`` where each term is a :class:`DeltaVec` (Note [Sparse cotangents])."""
+
+    __slots__ = ("prev", "base", "term", "_dense")
+
+    def __init__(self, prev: "SparseSum | None", base: Any, term: DeltaVec) -> None:
+        self.prev, self.base, self.term, self._dense = prev, base, term, None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.term.shape
+
+    @property
+    def elem(self) -> Type:
+        return self.term.elem
+
+    def terms(self):
+        chain, node = [], self
+        while node is not None:
+            chain.append(node.term)
+            node = node.prev
+        return reversed(chain)
+
+    def root_base(self) -> Any:
+        node = self
+        while node.prev is not None:
+            node = node.prev
+        return node.base
+
+    def dense(self) -> np.ndarray:
+        if self._dense is None:
+            base = self.root_base()
+            t = self.term
+            out = _zeros(t.shape, t.elem, t.like, t.value) if base is None else _owned_copy(dense(base))
+            for term in self.terms():
+                out[term.index] = _add_value(out[term.index], term.value)
+            self._dense = out
+        return self._dense
+
+
+def _owned_copy(a: np.ndarray) -> np.ndarray:
+    return a.copy()
+
+
+def _add_value(a: Any, b: Any) -> Any:
+    """Addition of two tangent values of the same type (used when densifying)."""
+    if isinstance(a, tuple):
+        return tuple(_add_value(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray) and a.dtype == object:
+        b = dense(b)
+        out = a.copy()
+        for idx in np.ndindex(a.shape):
+            out[idx] = _add_value(a[idx], b[idx])
+        return out
+    return dense(a) + dense(b)
+
+
+def sparse_add(a: Any, b: Any) -> Any | None:
+    """``a + b`` in O(1) when the right operand is one sparse term; None otherwise."""
+    if isinstance(a, DeltaVec) and not isinstance(b, DeltaVec):
+        a, b = b, a
+    if not isinstance(b, DeltaVec):
+        return None
+    if isinstance(a, SparseSum):
+        return SparseSum(a, None, b)
+    if isinstance(a, DeltaVec):
+        return SparseSum(SparseSum(None, None, a), None, b)
+    return SparseSum(None, a, b)
+
+
+def zero_tangent_of(x: Any) -> Any:
+    """The zero tangent of a primal value (unit for Integers, Bools, Strings)."""
+    if isinstance(x, (bool, np.bool_, str)) or isinstance(x, (int, np.integer)):
+        return ()
+    if isinstance(x, (float, np.floating)):
+        return 0.0
+    if isinstance(x, tuple):
+        return tuple(zero_tangent_of(e) for e in x)
+    x = dense(x)
+    if isinstance(x, np.ndarray) and x.dtype != object:
+        return np.zeros(x.shape)
+    out = np.empty(x.shape, dtype=object)
+    for idx in np.ndindex(x.shape):
+        out[idx] = zero_tangent_of(x[idx])
+    return out
 
 
 def make_vec(elem: Type, items: list, shape: tuple[int, ...] | None = None) -> np.ndarray:
@@ -67,7 +188,7 @@ def make_vec(elem: Type, items: list, shape: tuple[int, ...] | None = None) -> n
 
 
 def dense(v: Any) -> Any:
-    return v.dense() if isinstance(v, DeltaVec) else v
+    return v.dense() if isinstance(v, Sparse) else v
 
 
 def zero_like(v: Any) -> Any:
@@ -79,7 +200,7 @@ def zero_like(v: Any) -> Any:
         return 0
     if isinstance(v, tuple):
         return tuple(zero_like(x) for x in v)
-    if isinstance(v, DeltaVec):
+    if isinstance(v, Sparse):
         return zero_like(v.dense())
     if isinstance(v, np.ndarray):
         if v.dtype != object:
@@ -101,6 +222,8 @@ def numel(v: Any) -> int:
         return sum(numel(x) for x in v) or 1
     if isinstance(v, DeltaVec):
         return numel(v.value)
+    if isinstance(v, SparseSum):
+        return numel(v.term.value)
     return 1
 
 
@@ -137,7 +260,7 @@ def from_python(value: Any, t: Type, what: str = "argument", strict: bool = Fals
                 raise bad()
             return tuple(from_python(v, e, what, strict) for v, e in zip(value, elems))
         case TTensor(rank, elem):
-            if isinstance(value, DeltaVec):
+            if isinstance(value, Sparse):
                 value = value.dense()
             if elem == FLOAT:
                 try:
@@ -199,7 +322,7 @@ def format_value(v: Any, top: bool = True) -> str:
         return v if top else '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
     if isinstance(v, tuple):
         return "(" + ", ".join(format_value(x, False) for x in v) + ")"
-    if isinstance(v, DeltaVec):
+    if isinstance(v, Sparse):
         v = v.dense()
     if isinstance(v, np.ndarray):
         if v.ndim == 0:
@@ -214,7 +337,7 @@ def format_value(v: Any, top: bool = True) -> str:
 
 def to_python(v: Any) -> Any:
     """A value as plain Python/NumPy for API users (densifies sparse vectors)."""
-    if isinstance(v, DeltaVec):
+    if isinstance(v, Sparse):
         return to_python(v.dense())
     if isinstance(v, tuple):
         return tuple(to_python(x) for x in v)

@@ -143,7 +143,7 @@ class Nabla:
         inner = dict(env)
         di = self.bind(f.var, inner, INTEGER)
         body = let(di, self.zero(V(f.var)), self.expr(f.body, inner))
-        return C("lmBuild" if name == "build" else "lmSumBuild", n, lam(f.var, INTEGER, body))
+        return C("lmBuild" if name == "build" else "lmSumBuild", n, lam(f.var, INTEGER, body), self.witness)
 
 
     def fold(self, e: ir.Call, arg: ir.Tuple, env: dict[str, str]) -> ir.Expr:

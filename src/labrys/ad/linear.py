@@ -142,7 +142,7 @@ class Transposer:
             parts = spread(self.bind(self.input(v), out), len(args), out, self.fresh)
             return self.sum([self.bind(self.apply(x, p, env, out), out) for x, p in zip(args, parts)])
         if f in ("lmBuild", "lmSumBuild", "lmBuildT"):
-            n, body = args
+            n, body = args[:2]
             i = body.var
             v_i = v if f != "lmBuildT" else C("index", V(i), self.input(v))
             loop_body = self.scoped(lambda o: self.apply(body.body, v_i, env, o))
@@ -211,7 +211,7 @@ class Transposer:
         if f == "lmHCat":
             return tup(*(self.bind(self.reverse_closed(x, r, out), out) for x in args))
         if f in ("lmBuild", "lmSumBuild", "lmBuildT"):
-            n, body = args
+            n, body = args[:2]
             i = body.var
             r_i = C("index", V(i), r) if f == "lmBuild" else r
             loop_body = self.scoped(lambda o: self.reverse_closed(body.body, r_i, o))
@@ -238,7 +238,7 @@ class Transposer:
                 self.reverse(body, r, acc, witness, out)
             case ir.If(c, t, f):
                 branches = [self.reverse_scope(x, r, witness) for x in (t, f)]
-                self.join(lambda bodies: ir.If(c, *bodies), branches, acc, witness, out)
+                self.join(lambda bodies, like: ir.If(c, *bodies), branches, acc, witness, out)
             case ir.Assert(c, body):
                 out.append((self.fresh("ok"), ir.Assert(c, tup())))
                 self.reverse(body, r, acc, witness, out)
@@ -255,11 +255,11 @@ class Transposer:
                     self.reverse(x, self.bind(p, out), acc, witness, out)
             case ir.Call("lmFold", ir.Tuple(args)):
                 self.reverse_fold(args, r, acc, witness, out)
-            case ir.Call("lmBuild" | "lmSumBuild" as f, ir.Tuple((n, body))):
+            case ir.Call("lmBuild" | "lmSumBuild" as f, ir.Tuple((n, body, *_))):
                 r_i = C("index", V(body.var), r) if f == "lmBuild" else r
                 scope = self.reverse_scope(body.body, r_i, witness, bound=body.var)
-                self.join(lambda bodies: C("sumbuild", n, lam(body.var, INTEGER, bodies[0])), [scope],
-                          acc, witness, out)
+                self.join(lambda bodies, like: C("ts_sumbuild", n, lam(body.var, INTEGER, bodies[0]), like),
+                          [scope], acc, witness, out)
             case _:
                 raise LabrysError("internal: cannot transpose this linear map", m.span)
 
@@ -307,6 +307,7 @@ class Transposer:
             parts = [self.sum(s_acc[k]) if k in s_acc else zero_tangent(witness[k], witness[k].type) for k in keys]
             bodies.append(wrap(s_out, parts[0] if len(keys) == 1 else tup(*parts)))
         names = tuple(self.fresh("r" + k.lstrip("∂").split("$")[0]) for k in keys)
-        out.append((names[0] if len(names) == 1 else names, make(bodies)))
+        like = witness[keys[0]] if len(keys) == 1 else tup(*(witness[k] for k in keys))
+        out.append((names[0] if len(names) == 1 else names, make(bodies, like)))
         for k, name in zip(keys, names):
             acc.setdefault(k, []).append(V(name))

@@ -98,3 +98,68 @@ def rename_apart(e: ir.Expr, fresh: FreshNames, log: dict[str, str] | None = Non
     """Give every binder of ``e`` a fresh name (free variables keep theirs);
     ``log``, if given, receives the map from old to new binder names."""
     return _rename(e, {}, fresh, {} if log is None else log)
+
+
+# Note [Loop-invariant hoisting]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# In (build n (lam i (let (row (index i m)) (sumbuild k (lam j (let (r2 (index
+# i m)) ...)))))) the inner index does not mention j.  Left inside, its
+# reverse sends one nested one-hot into all of m per inner iteration; hoisted,
+# the inner loop accumulates into one row.  Lets at the head of a loop body
+# whose right-hand side mentions neither the loop variable nor anything bound
+# after it move in front of the loop.  (A hoisted computation runs even when
+# the loop runs zero times; in A-normal form these are cheap lookups.)
+
+LOOPS = ("build", "sumbuild", "fold", "map")
+
+
+def _invariant_prefix(lam: ir.Lam) -> tuple[list, ir.Lam]:
+    """Split the lambda body's head let-chain into hoistable bindings and the rest."""
+    hoisted, kept, varying = [], [], {lam.var}
+    body = lam.body
+    while isinstance(body, ir.Let):
+        from ..ir.traverse import free_vars
+
+        if free_vars(body.rhs) & varying or isinstance(body.rhs, (ir.Lam, ir.Assert)):
+            kept.append((body.binder, body.rhs))
+            varying.update(body.names)
+        else:
+            hoisted.append((body.binder, body.rhs))
+        body = body.body
+    for binder, rhs in reversed(kept):
+        body = ir.Let(binder, rhs, body, type=body.type)
+    return hoisted, ir.Lam(lam.var, lam.var_type, body, type=lam.type, span=lam.span)
+
+
+def _hoist_call(e: ir.Expr) -> tuple[list, ir.Expr]:
+    """Bindings hoisted out of a loop call's lambda, and the call without them."""
+    if not (isinstance(e, ir.Call) and e.func in LOOPS and isinstance(e.arg, ir.Tuple)):
+        return [], e
+    args = list(e.arg.elems)
+    k = 1 if e.func in ("build", "sumbuild") else 0
+    if not isinstance(args[k], ir.Lam):
+        return [], e
+    hoisted, args[k] = _invariant_prefix(args[k])
+    return hoisted, ir.Call(e.func, ir.Tuple(tuple(args), type=e.arg.type), type=e.type, span=e.span)
+
+
+def _hoist(e: ir.Expr) -> ir.Expr:
+    out, node = [], e
+    while isinstance(node, ir.Let):
+        hoisted, rhs = _hoist_call(_hoist(node.rhs))
+        out.extend(hoisted)
+        out.append((node.binder, rhs))
+        node = node.body
+    kids = children(node)
+    tail = rebuild(node, [_hoist(c) for c, _ in kids]) if kids else node
+    hoisted, tail = _hoist_call(tail)
+    out.extend(hoisted)
+    for binder, rhs in reversed(out):
+        tail = ir.Let(binder, rhs, tail, type=tail.type)
+    return tail
+
+
+@deep
+def hoist_loop_invariants(e: ir.Expr) -> ir.Expr:
+    """Move loop-invariant lets out of loop bodies (input in ANF, renamed apart)."""
+    return _hoist(e)

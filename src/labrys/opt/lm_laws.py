@@ -102,12 +102,10 @@ def _transpose(m: ir.Expr) -> ir.Expr:
                 return C("lmAdd", t(a[0]), t(a[1]))
             if f in ("lmVCat", "lmHCat"):
                 return C("lmHCat" if f == "lmVCat" else "lmVCat", *map(t, a))
-            if f in ("lmBuild", "lmBuildT"):
-                n, body = a
-                return C("lmBuildT" if f == "lmBuild" else "lmBuild", n, ir.Lam(body.var, body.var_type, t(body.body)))
-            if f == "lmSumBuild":
-                n, body = a
-                return C("lmSumBuild", n, ir.Lam(body.var, body.var_type, t(body.body)))
+            if f in ("lmBuild", "lmBuildT", "lmSumBuild"):
+                n, body = a[:2]
+                flipped = {"lmBuild": "lmBuildT", "lmBuildT": "lmBuild"}.get(f, f)
+                return C(flipped, n, ir.Lam(body.var, body.var_type, t(body.body)))
             if f == "lmTranspose":
                 return a[0]
     return C("lmTranspose", m)

@@ -12,7 +12,7 @@ from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TBase, TTensor, TTuple, Typ
 from ..ir.build import C, UNIT, get
 from ..ir.nodes import Expr, Tuple, const
 from ..types.tangent import tangent_type
-from ..values import DeltaVec, PrimError, dense, make_vec, numel
+from ..values import PrimError, Sparse, dense, make_vec, numel, sparse_add
 from .registry import args_of, primitive, spread
 
 Op2 = Callable[[Any, Any], Any]
@@ -369,15 +369,13 @@ def add_fn(t: Type) -> Op2:
         plain = lift2("add", t, lambda _: operator.add, np.add)
         inner = add_fn(t.elem)
 
-        def add(a, b):
-            if isinstance(b, DeltaVec) and not isinstance(a, DeltaVec):
-                a, b = b, a
-            if isinstance(a, DeltaVec) and not isinstance(b, DeltaVec):
-                if b.shape != a.shape:
-                    raise PrimError(f"add: tensor sizes differ ({_shape(b)} and {a.n})")
-                out = b.copy()
-                out[a.index] = inner(out[a.index], a.value)
-                return out
+        def add(a, b):  # Note [Sparse cotangents]: a sparse term is added in O(1)
+            if isinstance(a, Sparse) or isinstance(b, Sparse):
+                if a.shape != b.shape:
+                    raise PrimError(f"add: tensor sizes differ ({a.shape} and {b.shape})")
+                quick = sparse_add(a, b)
+                if quick is not None:
+                    return quick
             return plain(a, b)
         return add
     if isinstance(t, TTuple):

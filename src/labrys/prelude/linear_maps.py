@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from ..ir.types import FLOAT, INTEGER, TLam, TLM, TTensor, TTuple, Type
 from ..types.tangent import tangent_type
-from ..values import PrimError, dense, make_vec
+from ..values import PrimError, _add_value as _add_tangent, dense, make_vec, zero_tangent_of
 from .arith import _scale, add_fn, zero_tangent_fn
 from .registry import args_of, primitive, spread
 
@@ -25,13 +25,26 @@ class LinearMap:
     apply_r: Callable[[Any], Any]
 
 
-def _total(add: Callable, items, what: str) -> Any:
+def _total(add: Callable, items, what: str, space: Type | None = None) -> Any:
     acc, first = None, True
     for x in items:
         acc, first = (x, False) if first else (add(acc, x), False)
     if first:
-        raise PrimError(f"{what}: a sum of no linear maps has no known size")
+        zero = _type_zero(space) if space is not None else None
+        if zero is None:
+            raise PrimError(f"{what}: a sum of no linear maps into {space} has no known size")
+        return zero
     return acc
+
+
+def _type_zero(t: Type) -> Any:
+    """The zero of a tangent type whose values have no sizes (Floats, tuples), else None."""
+    if t == FLOAT:
+        return 0.0
+    if isinstance(t, TTuple):
+        parts = [_type_zero(e) for e in t.elems]
+        return None if any(p is None for p in parts) else tuple(parts)
+    return None
 
 
 def _lm(t: Type) -> TLM | None:
@@ -133,12 +146,31 @@ _lm_prim("lmVCat", _vcat_type, _vcat_impl, "(lmVCat m1 ... mn): m1 × ... × mn,
 _lm_prim("lmHCat", _hcat_type, _hcat_impl, "(lmHCat m1 ... mn): m1 ⋈ ... ⋈ mn, from a tuple.")
 
 
-# Loops over i: B (build), B' (its transpose) and Σ (sum), each of (n, lam i m).
+# Loops over i: B (build), B' (its transpose) and Σ (sum), each of (n, lam i m),
+# with an optional witness s of the source space (its zero, when n is 0).
 def _loop_lm(t: Type) -> TLM | None:
-    ab = args_of(t, 2)
+    ab = args_of(t, 3) or args_of(t, 2)
     if ab and ab[0] == INTEGER and isinstance(ab[1], TLam) and ab[1].arg == INTEGER:
-        return _lm(ab[1].res)
+        m = _lm(ab[1].res)
+        return m if m and (len(ab) == 2 or tangent_type(ab[2]) == m.src) else None
     return None
+
+
+def _loop_args(args: tuple) -> tuple[int, Callable, Any]:
+    """(n, f, zero of the source space or None)."""
+    n, f, *witness = args
+    return n, f, zero_tangent_of(witness[0]) if witness else None
+
+
+def _or_zero(total: Callable, zero: Any) -> Callable:
+    def run(x):
+        try:
+            return total(x)
+        except PrimError:
+            if zero is None:
+                raise
+            return zero
+    return run
 
 
 def _indices(n: int):
@@ -150,25 +182,34 @@ def _indices(n: int):
 def _build_impl(t: Type):
     m_t = _lm(t.elems[1].res)
     add = add_fn(m_t.src)
-    return spread(lambda n, f: LinearMap(
-        lambda dx: make_vec(m_t.dst, [f(i).apply(dx) for i in _indices(n)]),
-        lambda dr: _total(add, (f(i).apply_r(dense(dr)[i]) for i in _indices(n)), "lmBuild")))
+
+    def lm_build(args):
+        n, f, zero = _loop_args(args)
+        return LinearMap(lambda dx: make_vec(m_t.dst, [f(i).apply(dx) for i in _indices(n)]),
+                         _or_zero(lambda dr: _total(add, (f(i).apply_r(dense(dr)[i]) for i in _indices(n)),
+                                                    "lmBuild", m_t.src), zero))
+    return lm_build
 
 
 def _build_t_impl(t: Type):
     m_t = _lm(t.elems[1].res)
     add = add_fn(m_t.dst)
     return spread(lambda n, f: LinearMap(
-        lambda dx: _total(add, (f(i).apply(dense(dx)[i]) for i in _indices(n)), "lmBuildT"),
+        lambda dx: _total(add, (f(i).apply(dense(dx)[i]) for i in _indices(n)), "lmBuildT", m_t.dst),
         lambda dr: make_vec(m_t.src, [f(i).apply_r(dr) for i in _indices(n)])))
 
 
 def _sumbuild_impl(t: Type):
     m_t = _lm(t.elems[1].res)
     add_dst, add_src = add_fn(m_t.dst), add_fn(m_t.src)
-    return spread(lambda n, f: LinearMap(
-        lambda dx: _total(add_dst, (f(i).apply(dx) for i in _indices(n)), "lmSumBuild"),
-        lambda dr: _total(add_src, (f(i).apply_r(dr) for i in _indices(n)), "lmSumBuild")))
+
+    def lm_sumbuild(args):
+        n, f, zero = _loop_args(args)
+        return LinearMap(
+            lambda dx: _total(add_dst, (f(i).apply(dx) for i in _indices(n)), "lmSumBuild", m_t.dst),
+            _or_zero(lambda dr: _total(add_src, (f(i).apply_r(dr) for i in _indices(n)), "lmSumBuild", m_t.src),
+                     zero))
+    return lm_sumbuild
 
 
 _lm_prim("lmBuild", lambda t: TLM(m.src, TTensor(1, m.dst)) if (m := _loop_lm(t)) else None, _build_impl,
@@ -227,6 +268,9 @@ def _fold_type(t: Type) -> Type | None:
 
 
 def _fold_impl(t: Type):
+    add_ds = add_fn(t.elems[4].src)
+    x_t = t.elems[3].elem
+
     def lm_fold(step, jac, acc0, v, m_acc, m_v):
         def apply(ds):  # FFold (Fig. 14)
             acc, dacc, dv = acc0, m_acc.apply(ds), dense(m_v.apply(ds))
@@ -236,8 +280,24 @@ def _fold_impl(t: Type):
                 acc, dacc = step((acc, x)), jac((acc, x))(here).apply(ds)
             return dacc
 
-        def apply_r(dr):
-            raise PrimError("the transpose of lmFold runs through [rev f] (RFold); apply it there")
+        def apply_r(dr):  # RFold (Fig. 15), with a probe standing for ∂t
+            xs = [float(x) if dense(v).dtype != object else x for x in dense(v)]
+            states, acc = [], acc0
+            for x in xs:
+                states.append(acc)
+                acc = step((acc, x))
+            zero_ds = m_acc.apply_r(zero_tangent_of(acc0))
+            total, dacc, dxs = zero_ds, dr, [None] * len(xs)
+            for i in reversed(range(len(xs))):
+                seen = []
+                probe = LinearMap(None, lambda c: (seen.append(c), zero_ds)[1])
+                total = add_ds(total, jac((states[i], xs[i]))(probe).apply_r(dacc))
+                c = seen[0]
+                for extra in seen[1:]:
+                    c = tuple(_add_tangent(a, b) for a, b in zip(c, extra))
+                dacc, dxs[i] = c if seen else (zero_tangent_of(states[i]), zero_tangent_of(xs[i]))
+            dv = make_vec(tangent_type(x_t), dxs)
+            return add_ds(add_ds(total, m_acc.apply_r(dacc)), m_v.apply_r(dv))
         return LinearMap(apply, apply_r)
     return spread(lm_fold)
 

@@ -14,7 +14,8 @@ import numpy as np
 from ..ir.build import C, V, get, lam, tup, zero_tangent
 from ..ir.nodes import Expr
 from ..ir.types import FLOAT, INTEGER, TLam, TTensor, TTuple, Type
-from ..values import DeltaVec, PrimError, dense, make_vec, numel, zero_like
+from ..types.tangent import tangent_type
+from ..values import DeltaVec, PrimError, Sparse, SparseSum, dense, make_vec, numel, zero_like
 from .arith import add_fn, is_numeric
 from .registry import METER, args_of, primitive, spread
 
@@ -73,24 +74,32 @@ primitive("build", _build_type, _build_impl,
 
 
 def accumulator(t: Type) -> Callable[[Any, Any], Any]:
-    """``acc, x ↦ acc + x`` that may reuse ``acc`` (which the caller owns)."""
+    """``acc, x ↦ acc + x`` that may update ``acc`` in place (the caller owns it):
+    a sparse ``x`` costs the size of its terms (Note [Sparse cotangents])."""
     if isinstance(t, TTensor):
-        add = add_fn(t)
-        is_float = t.elem == FLOAT
+        inner = accumulator(t.elem) if t.elem != FLOAT else None
 
         def acc_add(acc, x):
-            if is_float and isinstance(acc, np.ndarray):
-                if isinstance(x, DeltaVec):
-                    if x.shape != acc.shape:
-                        raise PrimError(f"sum: tensor sizes differ ({acc.shape} and {x.shape})")
-                    acc[x.index] += x.value
-                    return acc
-                x = dense(x)
+            if isinstance(x, Sparse):
                 if x.shape != acc.shape:
                     raise PrimError(f"sum: tensor sizes differ ({acc.shape} and {x.shape})")
+                base = x.root_base() if isinstance(x, SparseSum) else None
+                if base is not None:
+                    acc = acc_add(acc, base)
+                for term in x.terms():
+                    if inner is None:
+                        acc[term.index] += term.value
+                    else:
+                        acc[term.index] = inner(owned(dense(acc[term.index])), term.value)
+                return acc
+            if x.shape != acc.shape:
+                raise PrimError(f"sum: tensor sizes differ ({acc.shape} and {x.shape})")
+            if inner is None:
                 acc += x
                 return acc
-            return add(dense(acc) if isinstance(acc, DeltaVec) and isinstance(x, DeltaVec) else acc, x)
+            for idx in np.ndindex(acc.shape):
+                acc[idx] = inner(owned(dense(acc[idx])), x[idx])
+            return acc
         return acc_add
     if isinstance(t, TTuple):
         fs = [accumulator(e) for e in t.elems]
@@ -100,6 +109,9 @@ def accumulator(t: Type) -> Callable[[Any, Any], Any]:
 
 def owned(x: Any) -> Any:
     """A copy of ``x`` that an accumulator may update in place."""
+    if isinstance(x, Sparse):
+        x = x.dense()
+        return x.copy() if isinstance(x, np.ndarray) else x
     if isinstance(x, np.ndarray):
         return x.astype(np.float64, copy=True) if x.dtype != object else x.copy()
     if isinstance(x, tuple):
@@ -151,6 +163,35 @@ def _sumbuild_impl(t: Type) -> Callable:
     return spread(sumbuild)
 
 
+def _ts_sumbuild_type(t: Type) -> Type | None:
+    abc = args_of(t, 3)
+    if abc is None:
+        return None
+    res = _sumbuild_type(TTuple(abc[:2]))
+    return res if res is not None and res == tangent_type(abc[2]) else None
+
+
+def _ts_sumbuild_impl(t: Type) -> Callable:
+    _, elem = _builder_type(TTuple(t.elems[:2]))
+    zero = zero_tangent_fn_of(t.elems[2])
+
+    def ts_sumbuild(n, f, like):
+        shape = _shape(n, "sumbuild")
+        if not all(shape):
+            return zero(like)
+        return _sum_items((f(i) for i in _indices(shape)), elem, "sumbuild")
+    return spread(ts_sumbuild)
+
+
+def zero_tangent_fn_of(t: Type) -> Callable:
+    from .arith import zero_tangent_fn
+    return zero_tangent_fn(t)
+
+
+primitive("ts_sumbuild", _ts_sumbuild_type, _ts_sumbuild_impl,
+          "(ts_sumbuild n (lam (i : Integer) e) x): sumbuild of tangents shaped like x; the zero "
+          "tangent of x when n is 0 (reverse mode of loops).", cost=lambda r, a: 0, nondiff=True)
+
 primitive("sumbuild", _sumbuild_type, _sumbuild_impl,
           "(sumbuild n (lam (i : Integer) e)): the sum of e(0) ... e(n-1), without building a vector.",
           cost=lambda r, a: 0)
@@ -164,6 +205,7 @@ def _sum_impl(t: Type) -> Callable:
     def total(v):
         if isinstance(v, DeltaVec):
             return v.value
+        v = dense(v)
         if v.dtype != object:
             return float(v.sum())
         return _sum_items(v.flat, t.elem, "sum")
@@ -182,6 +224,7 @@ def _index_impl(t: Type) -> Callable:
         if isinstance(v, DeltaVec):
             _check_bounds((i,) if isinstance(i, int) else tuple(i), v.shape)
             return v.value if i == v.index else zero_like(v.value)
+        v = dense(v)
         idx = (i,) if isinstance(i, int) else tuple(i)
         if len(idx) != v.ndim:
             raise PrimError(f"index: {len(idx)} indices for a tensor of rank {v.ndim}")
@@ -212,14 +255,38 @@ def _index_type_of(rank: int) -> Type:
 
 primitive("index", _index_type, _index_impl, "(index i v): element i (0-based) of v; i is an N-tuple for a Tensor N.",
           cost=lambda r, a: 1, fwd=lambda a, d, t: C("index", a[0], d[1]),
-          rev=lambda a, r, t: (zero_tangent(a[0], t[0]), C("deltaVec", C("size", a[1]), a[0], r)))
+          rev=lambda a, r, t: (zero_tangent(a[0], t[0]), C("ts_delta", a[1], a[0], r)))
+
+
+def _ts_delta_type(t: Type) -> Type | None:
+    abc = args_of(t, 3)
+    if abc and isinstance(abc[0], TTensor) and abc[1] == _index_type_of(abc[0].rank) \
+            and abc[2] == tangent_type(abc[0].elem):
+        return tangent_type(abc[0])
+    return None
+
+
+def _ts_delta_impl(t: Type) -> Callable:
+    elem = t.elems[2]
+
+    def ts_delta(v, i, x):
+        shape = v.shape
+        _check_bounds((i,) if isinstance(i, int) else tuple(i), shape)
+        return DeltaVec(shape[0] if len(shape) == 1 else tuple(shape), i, x, elem, like=v)
+    return spread(ts_delta)
+
+
+primitive("ts_delta", _ts_delta_type, _ts_delta_impl,
+          "(ts_delta v i x): the tangent of v that is x at index i and zero elsewhere, stored sparsely "
+          "(reverse mode of index; shaped like v, so ragged vectors work).",
+          cost=lambda r, a: numel(r), fwd=lambda a, d, t: C("ts_delta", a[0], a[1], d[2]),
+          rev=lambda a, r, t: (zero_tangent(a[0], t[0]), zero_tangent(a[1], t[1]), C("index", a[1], r)))
 
 
 def _size_impl(t: Type) -> Callable:
     def size(v):
-        if isinstance(v, DeltaVec):
-            return v.n
-        return v.shape[0] if v.ndim == 1 else tuple(v.shape)
+        shape = v.shape
+        return shape[0] if len(shape) == 1 else tuple(shape)
     return size
 
 
