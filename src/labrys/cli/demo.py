@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import sys
 
-from ..api import load
+from ..api import grad, load
+from .show import highlight
 from ..values import format_value
 
 
@@ -21,4 +22,11 @@ def run_demo(source: str) -> int:
     _rule("calling functions from Python")
     print(f"module.f(1.5, 0.5)              = {format_value(module.f(1.5, 0.5))}")
     print(f"module.sqnorm([1.0, 2.0, 3.0])  = {format_value(module.sqnorm([1.0, 2.0, 3.0]))}")
+    _rule("gradients (Knossos reverse mode, [rev f])")
+    print(f"labrys.grad(module.f)(1.5, 0.5)        = {format_value(grad(module.f)(1.5, 0.5))}")
+    print(f"labrys.grad(module.sqnorm)([1, 2, 3])  = {format_value(grad(module.sqnorm)([1.0, 2.0, 3.0]))}")
+    print(f"labrys.grad(module.dot)([1, 2], [3, 4]) = {format_value(grad(module.dot)([1.0, 2.0], [3.0, 4.0]))}")
+    _rule("the derivative program [rev sqnorm], generated and optimised")
+    highlight(module.derive("rev", "sqnorm").source)
+    print("\nNext: labrys show FILE FN --stages   (every stage of the AD pipeline)")
     return 0

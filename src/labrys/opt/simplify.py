@@ -63,6 +63,8 @@ class _Simplifier:
         self.uses = uses
         self.changed = False
         self.tuples: dict[str, ir.Tuple] = {}  # let-bound tuples of atoms
+        self.sizes: dict[str, ir.Expr] = {}  # v = (build n ..) / (constVec n x): v ↦ n (atom)
+        self.fills: dict[str, ir.Expr] = {}  # v = (constVec n x): v ↦ x (atom)
 
     def go(self, e: ir.Expr, env: dict[str, ir.Expr]) -> ir.Expr:
         match e:
@@ -110,6 +112,11 @@ class _Simplifier:
                 if isinstance(binder, str) and isinstance(rhs, ir.Tuple) and \
                         (all(map(is_atom, rhs.elems)) or self.uses[binder] == 1):
                     self.tuples[binder] = rhs
+                if isinstance(binder, str) and isinstance(rhs, ir.Call) and rhs.func in ("build", "constVec") \
+                        and isinstance(rhs.arg, ir.Tuple) and is_atom(rhs.arg.elems[0]):
+                    self.sizes[binder] = rhs.arg.elems[0]
+                    if rhs.func == "constVec" and is_atom(rhs.arg.elems[1]):
+                        self.fills[binder] = rhs.arg.elems[1]
                 bindings.append((binder, rhs))
             e = e.body
         body = self.go(e, env)
@@ -122,6 +129,13 @@ class _Simplifier:
         return all(self.uses[n] == 0 for n in names)
 
     def rewrite(self, e: ir.Expr) -> ir.Expr:
+        if isinstance(e, ir.Call) and e.func == "size" and isinstance(e.arg, ir.Var) and e.arg.name in self.sizes:
+            self.changed = True  # V9: size (build n ..) = n
+            return self.sizes[e.arg.name]
+        if isinstance(e, ir.Call) and e.func == "index" and isinstance(e.arg, ir.Tuple) \
+                and isinstance(e.arg.elems[1], ir.Var) and e.arg.elems[1].name in self.fills:
+            self.changed = True  # index i (constVec n x) = x
+            return self.fills[e.arg.elems[1].name]
         if isinstance(e, ir.Call) and e.func == "ts_add" and isinstance(e.arg, ir.Tuple):
             known = tuple(self.tuples.get(x.name, x) if isinstance(x, ir.Var) else x for x in e.arg.elems)
             if all(isinstance(x, ir.Tuple) for x in known):
