@@ -409,21 +409,12 @@ def _ts_add_type(t: Type) -> Type | None:
 
 def _same2(t: Type) -> Type | None:
     ab = args_of(t, 2)
-    return ab[0] if ab and ab[0] == ab[1] and _is_tangent(ab[0]) else None
-
-
-def _is_tangent(t: Type) -> bool:
-    match t:
-        case TTensor(_, elem):
-            return _is_tangent(elem)
-        case TTuple(elems):
-            return all(map(_is_tangent, elems))
-    return t == FLOAT
+    return ab[0] if ab and ab[0] == ab[1] and is_float_struct(ab[0]) else None
 
 
 def _ts_scale_type(t: Type) -> Type | None:
     ab = args_of(t, 2)
-    return ab[1] if ab and ab[0] == FLOAT and _is_tangent(ab[1]) else None
+    return ab[1] if ab and ab[0] == FLOAT and is_float_struct(ab[1]) else None
 
 
 def _dot(t: Type) -> Op2:
@@ -441,7 +432,7 @@ def _dot(t: Type) -> Op2:
 primitive("ts_add", _ts_add_type, lambda t: spread(ts_add_fn(t.elems[0])),
           "(ts_add x dx): a value plus a tangent (Integer parts unchanged); sparse-aware.",
           fwd=lambda a, d, t: C("ts_add", d[0], d[1]), rev=lambda a, r, t: (r, r))
-primitive("ts_neg", lambda t: t if _is_tangent(t) else None,
+primitive("ts_neg", lambda t: t if is_float_struct(t) else None,
           lambda t: lift1(t, operator.neg, np.negative), "Negation of a tangent.",
           fwd=lambda a, d, t: C("ts_neg", d[0]), rev=lambda a, r, t: (C("ts_neg", r),))
 primitive("ts_scale", _ts_scale_type, lambda t: spread(_scale(t.elems[1])), "Float times a tangent.",
