@@ -15,6 +15,7 @@ from ..ir.build import V, tup
 from ..ir.names import DerivedName, show_name
 from ..ir.traverse import FreshNames
 from ..ir.types import TTuple
+from ..opt.rules import apply_rules, program_rules
 from ..opt.simplify import contains_linear_map, simplify
 from ..prelude import Primitive
 from ..prelude.linear_maps import LinearMap
@@ -31,6 +32,7 @@ class Derivations:
         self.functions = checked.functions
         self.defs = {(d.name, d.arg_type): d for d in checked.program.decls if isinstance(d, ir.Def)}
         self.cache: dict[tuple, Any] = {}
+        self.rules = program_rules(checked.program)
 
     def base_of(self, sig: Signature) -> Signature | Primitive:
         base = self.functions.resolve(sig.name.base, sig.primal)
@@ -64,7 +66,11 @@ class Derivations:
             raise LabrysError(f"derivation '{derivation}' is not available", sig.decl.span)
         stages["unoptimised"] = raw
         typed = check_def(raw, self.functions)
-        opt = check_def(ir.Def(raw.name, raw.ret, raw.params, simplify(typed.body), span=raw.span), self.functions)
+        body = simplify(typed.body)
+        if self.rules:  # the program's own (rule ...) declarations, then clean up again
+            body = simplify(check_def(ir.Def(raw.name, raw.ret, raw.params, apply_rules(body, self.rules)),
+                                      self.functions).body)
+        opt = check_def(ir.Def(raw.name, raw.ret, raw.params, body, span=raw.span), self.functions)
         if contains_linear_map(opt.body):
             raise LabrysError(f"internal: a linear map survived in {show_name(opt.name)}", d.span)
         stages["optimised"] = opt
