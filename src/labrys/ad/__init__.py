@@ -13,7 +13,8 @@ from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.build import V, tup
 from ..ir.names import DerivedName, show_name
-from ..ir.traverse import FreshNames
+from ..ir.traverse import FreshNames, all_names
+from ..opt.anf import desugar_map
 from ..ir.types import TTuple
 from ..opt.rules import apply_rules, program_rules
 from ..opt.simplify import contains_linear_map, simplify
@@ -52,6 +53,8 @@ class Derivations:
             raise LabrysError(f"cannot derive {show_name(sig.name)}: it has no definition "
                               f"(write (def [{derivation} {show_name(sig.name)}] ...) by hand)", sig.decl.span)
         d = self.defs[(sig.decl.name, sig.decl.arg_type)]
+        fresh = FreshNames(all_names(d.body) | {p.name for p in d.params})
+        d = check_def(ir.Def(d.name, d.ret, d.params, desugar_map(d.body, fresh), span=d.span), self.functions)
         prep = knossos.prepare(d)
         jac, nabla = knossos.jacobian(prep)
         typed_jac = check_def(jac, self.functions)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir.build import is_atom
 from ..ir.traverse import FreshNames, all_names, children, rebuild
+from ..ir.types import INTEGER
 from ..util.deep import deep
 
 
@@ -163,3 +164,24 @@ def _hoist(e: ir.Expr) -> ir.Expr:
 def hoist_loop_invariants(e: ir.Expr) -> ir.Expr:
     """Move loop-invariant lets out of loop bodies (input in ANF, renamed apart)."""
     return _hoist(e)
+
+
+def _desugar_map(e: ir.Expr, fresh: FreshNames) -> ir.Expr:
+    kids = children(e)
+    if kids:
+        e = rebuild(e, [_desugar_map(c, fresh) for c, _ in kids])
+    if isinstance(e, ir.Call) and e.func == "map" and isinstance(e.arg, ir.Tuple):
+        f, v = e.arg.elems
+        if isinstance(f, ir.Lam) and getattr(v.type, "rank", None) == 1:
+            i, vs = fresh("i"), fresh("v")
+            body = ir.Let(f.var, ir.Call("index", ir.Tuple((ir.Var(i), ir.Var(vs)))), f.body)
+            size = ir.Call("size", ir.Var(vs))
+            return ir.Let(vs, v, ir.Call("build", ir.Tuple((size, ir.Lam(i, INTEGER, body)))))
+    return e
+
+
+@deep
+def desugar_map(e: ir.Expr, fresh: FreshNames) -> ir.Expr:
+    """(map (lam (x : A) e) v)  ↦  (let (vs v) (build (size vs) (lam (i : Integer) (let (x (index i vs)) e))))
+    for a vector v; the result is untyped where rewritten (re-check it)."""
+    return _desugar_map(e, fresh)
