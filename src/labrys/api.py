@@ -5,7 +5,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from .ad import ALGORITHMS, Derivations
+from .ad import ALGORITHMS, STRATEGIES, Derivations
 from .backends.interp import Interpreter, Slots
 from .errors import LabrysError, Source
 from .ir import nodes as ir
@@ -98,13 +98,15 @@ class Module:
         self.derivations = Derivations(checked)
         self.interpreter = Interpreter(checked, self.externals, self.derivations)
 
-    def derive(self, derivation: str, name: str | Name, optimise: bool = True) -> "Derivative":
+    def derive(self, derivation: str, name: str | Name, optimise: bool = True,
+               strategy: str = STRATEGIES[0]) -> "Derivative":
         """The derived function ``[derivation name]`` (e.g. ``derive("rev", "f")``),
-        callable, with its `.ks` source and the pipeline stages that made it."""
+        callable, with its `.ks` source and the pipeline stages that made it.
+        ``strategy`` selects how ``fwd`` calls callees: "tupled" (Fig. 8) or "plain"."""
         f = self.function(name)
         if len(f.sigs) != 1:
             raise LabrysError(f"{show_name(f.name)} is overloaded: name one, e.g. '[{show_name(f.name)} Float]'")
-        return Derivative(self, derivation, f.sigs[0], optimise)
+        return Derivative(self, derivation, f.sigs[0], optimise, strategy)
 
     @property
     def program(self) -> ir.Program:
@@ -166,11 +168,12 @@ class Module:
 class Derivative:
     """A generated derived function: call it, print it (``source``), inspect ``stages``."""
 
-    def __init__(self, module: Module, derivation: str, sig: Signature, optimise: bool = True):
+    def __init__(self, module: Module, derivation: str, sig: Signature, optimise: bool = True,
+                 strategy: str = STRATEGIES[0]):
         if derivation not in ALGORITHMS:
             raise LabrysError(f"unknown derivation '{derivation}'; available: {', '.join(sorted(ALGORITHMS))}")
         self.module, self.derivation, self.sig = module, derivation, sig
-        derived = module.derivations.derive(derivation, sig)
+        derived = module.derivations.derive(derivation, sig, strategy)
         self.stages = derived.stages
         self.d = derived.d if optimise or "unoptimised" not in derived.stages else \
             check_def(derived.stages["unoptimised"], module.checked.functions)

@@ -24,7 +24,8 @@ from ..types.checker import CheckedProgram, Signature, check_def
 from ..types.tangent import tangent_type
 from . import knossos
 
-ALGORITHMS = {"D", "fwd", "rev"}
+ALGORITHMS = {"D", "fwd", "rev", "Dt", "fwdt"}
+STRATEGIES = ("tupled", "plain")  # how [fwd f] calls its callees (K2); the first is the default
 
 
 class Derivations:
@@ -41,28 +42,33 @@ class Derivations:
             raise LabrysError(f"no function {show_name(sig.name.base)} to derive", sig.decl.span)
         return base
 
-    def derive(self, derivation: str, sig: Signature) -> "Derived":
+    def derive(self, derivation: str, sig: Signature, strategy: str = STRATEGIES[0]) -> "Derived":
         """The derived function ``[derivation f]`` for the user function ``sig``."""
-        key = (derivation, id(sig))
+        if strategy not in STRATEGIES:
+            raise LabrysError(f"unknown strategy '{strategy}'; choose one of {', '.join(STRATEGIES)}")
+        key = (derivation, id(sig), strategy)
         if key not in self.cache:
-            self.cache[key] = self._generate(derivation, sig)
+            self.cache[key] = self._generate(derivation, sig, strategy)
         return self.cache[key]
 
-    def _generate(self, derivation: str, sig: Signature) -> "Derived":
+    def _generate(self, derivation: str, sig: Signature, strategy: str) -> "Derived":
         if not isinstance(sig.decl, ir.Def):
             raise LabrysError(f"cannot derive {show_name(sig.name)}: it has no definition "
                               f"(write (def [{derivation} {show_name(sig.name)}] ...) by hand)", sig.decl.span)
         d = self.defs[(sig.decl.name, sig.decl.arg_type)]
         fresh = FreshNames(all_names(d.body) | {p.name for p in d.params})
         d = check_def(ir.Def(d.name, d.ret, d.params, desugar_map(d.body, fresh), span=d.span), self.functions)
-        prep = knossos.prepare(d)
+        prep = knossos.prepare(d, bind_tail=derivation in ("fwdt", "Dt"))
         jac, nabla = knossos.jacobian(prep)
         typed_jac = check_def(jac, self.functions)
         stages = {"original": d, "anf": prep.d, "jacobian": typed_jac}
         if derivation == "D":
             return Derived(typed_jac, stages)
-        if derivation == "fwd":
-            raw = knossos.forward(prep.d, typed_jac, prep.fresh)
+        if derivation == "Dt":
+            return Derived(check_def(knossos.tupled_jacobian(prep.d, typed_jac, nabla), self.functions), stages)
+        if derivation in ("fwd", "fwdt"):
+            raw = knossos.forward(prep.d, typed_jac, prep.fresh, strategy == "tupled",
+                                  nabla if derivation == "fwdt" else None)
         elif derivation == "rev":
             raw = knossos.reverse(prep.d, typed_jac, nabla, prep.fresh)
         else:

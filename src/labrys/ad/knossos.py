@@ -32,9 +32,9 @@ class Prepared:
     fresh: FreshNames
 
 
-def prepare(d: ir.Def) -> Prepared:
+def prepare(d: ir.Def, bind_tail: bool = False) -> Prepared:
     fresh = FreshNames(all_names(d.body) | {p.name for p in d.params})
-    body = hoist_loop_invariants(anf(rename_apart(d.body, fresh), fresh))
+    body = hoist_loop_invariants(anf(rename_apart(d.body, fresh), fresh, bind_tail))
     return Prepared(ir.Def(d.name, d.ret, d.params, body, span=d.span), fresh)
 
 
@@ -66,8 +66,14 @@ def _strip_param_lms(body: ir.Expr, n: int) -> ir.Expr:
     return body
 
 
-def forward(d: ir.Def, typed_jacobian: ir.Def, fresh: FreshNames) -> ir.Def:
-    """[fwd f](x, dx) = [D f](x) ⊙ dx, every ∂-let applied to dx (§6.1)."""
+def forward(d: ir.Def, typed_jacobian: ir.Def, fresh: FreshNames, tupled: bool = True,
+            nabla: Nabla | None = None) -> ir.Def:
+    """[fwd f](x, dx) = [D f](x) ⊙ dx, every ∂-let applied to dx (§6.1).
+
+    ``tupled`` (Fig. 8 with rule (CP), the default): a callee g is called once,
+    as [fwdt g], for its value and tangent together; otherwise g(a) and
+    [fwd g](a, da) are separate calls.  With ``nabla`` given, the result is the
+    tupled [fwdt f] : (S, dS) -> (T, dT)."""
     params, n = d.params, len(d.params)
     s, ds = _io_params(d, fresh, "d")
     dxs = [fresh("d" + p.name) for p in params]
@@ -79,9 +85,33 @@ def forward(d: ir.Def, typed_jacobian: ir.Def, fresh: FreshNames) -> ir.Def:
     lm_params = _param_lm_names(typed_jacobian.body, n)
     for lm, dx in zip(lm_params, dxs if n > 1 else [ds.name]):
         env[lm] = dx
-    t = Transposer(fresh, V(ds.name))
-    result = t.apply(_strip_param_lms(typed_jacobian.body, n), None, env, out)
+    t = Transposer(fresh, V(ds.name), tupled)
+    body = _strip_param_lms(typed_jacobian.body, n)
+    if nabla is not None:
+        result = t.apply_tail(body, env, out, nabla.primal)
+        ret = TTuple((d.ret, tangent_type(d.ret)))
+        return ir.Def(derived_name("fwdt", d.name), ret, (s, ds), wrap(out, result), span=d.span)
+    result = t.apply(body, None, env, out)
     return ir.Def(derived_name("fwd", d.name), tangent_type(d.ret), (s, ds), wrap(out, result), span=d.span)
+
+
+def tupled_jacobian(d: ir.Def, typed_jacobian: ir.Def, nabla: Nabla) -> ir.Def:
+    """[Dt f] : S -> (T, LM dS dT), Fig. 7's ∂̄f: the value with the Jacobian."""
+    def pair(m: ir.Expr) -> ir.Expr:
+        match m:
+            case ir.Let(binder, rhs, body):
+                return ir.Let(binder, rhs, pair(body))
+            case ir.If(c, t, f):
+                return ir.If(c, pair(t), pair(f))
+            case ir.Assert(c, body):
+                return ir.Assert(c, pair(body))
+            case ir.Var(name):
+                return tup(nabla.primal[name], m)
+            case ir.Call("lmZero", ir.Tuple((_, value))):
+                return tup(value, m)
+        raise ValueError("a tupled tail must be a ∂-variable")
+    ret = TTuple((d.ret, typed_jacobian.ret))
+    return ir.Def(derived_name("Dt", d.name), ret, d.params, pair(typed_jacobian.body), span=d.span)
 
 
 def reverse(d: ir.Def, typed_jacobian: ir.Def, nabla: Nabla, fresh: FreshNames) -> ir.Def:

@@ -61,8 +61,8 @@ def renamed_witnesses(witness: dict[str, ir.Expr], log: dict[str, str]) -> dict[
 class Transposer:
     """Apply/reverse-apply for the linear maps of one function."""
 
-    def __init__(self, fresh: FreshNames, ds: ir.Expr | None = None) -> None:
-        self.fresh, self.ds = fresh, ds
+    def __init__(self, fresh: FreshNames, ds: ir.Expr | None = None, tupled: bool = False) -> None:
+        self.fresh, self.ds, self.tupled = fresh, ds, tupled
 
     def bind(self, e: ir.Expr, out: Out, hint: str = "t") -> ir.Expr:
         if is_atom(e):
@@ -105,6 +105,8 @@ class Transposer:
                 if isinstance(rhs.type, TLM):
                     env[binder] = dx = self.fresh("d" + binder.lstrip("∂").split("$")[0])
                     out.append((dx, self.apply(rhs, None, env, out)))
+                elif self.tupled and self.tupled_call(binder, rhs, body, env, out):
+                    body = body.body  # the pair (value, tangent) bound both lets
                 else:
                     out.append((binder, rhs))
                 return self.apply(body, v, env, out)
@@ -118,6 +120,48 @@ class Transposer:
             case ir.Call(f, arg) if isinstance(f, str):
                 return self.apply_lm(f, arg, m, v, env, out)
         return C("lmApply", m, self.input(v))
+
+    def tupled_call(self, binder, rhs: ir.Expr, body: ir.Expr, env: dict[str, str], out: Out) -> bool:
+        """Rule (CP) of seed 000 §5.3: ``let y = g(a); ∂y = ∂g(a) ∘ M`` becomes
+        ``let (y, dy) = fwdt$g(a, M ⊙ ds)``: one call gives value and tangent."""
+        lm = body.rhs if isinstance(body, ir.Let) and isinstance(body.rhs.type, TLM) else None
+        if not (isinstance(binder, str) and isinstance(rhs, ir.Call) and isinstance(rhs.func, str | DerivedName)
+                and lookup(rhs.func) is None and lm is not None and isinstance(lm, ir.Call)
+                and lm.func == "lmCompose"):
+            return False
+        jac, then = lm.arg.elems
+        if not (isinstance(jac, ir.Call) and jac.func == DerivedName("D", rhs.func) and jac.arg == rhs.arg):
+            return False
+        env[body.binder] = dy = self.fresh("d" + binder.split("$")[0])
+        v = self.bind(self.apply(then, None, env, out), out)
+        out.append(((binder, dy), ir.Call(DerivedName("fwdt", rhs.func), tup(rhs.arg, v))))
+        return True
+
+    def apply_tail(self, m: ir.Expr, env: dict[str, str], out: Out, primal: dict[str, ir.Expr]) -> ir.Expr:
+        """(value, M ⊙ ds) at every tail of the function: the tupled result of Fig. 8."""
+        match m:
+            case ir.Let():
+                return self._let_tail(m, env, out, primal)
+            case ir.If(c, t, f):
+                return ir.If(c, self.scoped(lambda o: self.apply_tail(t, env, o, primal)),
+                             self.scoped(lambda o: self.apply_tail(f, env, o, primal)))
+            case ir.Assert(c, body):
+                return ir.Assert(c, self.scoped(lambda o: self.apply_tail(body, env, o, primal)))
+            case ir.Var(name):
+                return tup(primal[name], V(env[name]))
+            case ir.Call("lmZero", ir.Tuple((_, value))):
+                return tup(value, zero_tangent(value, value.type))
+        raise LabrysError("internal: a tupled tail must be a ∂-variable", m.span)
+
+    def _let_tail(self, m: ir.Let, env, out: Out, primal) -> ir.Expr:
+        if isinstance(m.rhs.type, TLM):
+            env[m.binder] = dx = self.fresh("d" + m.binder.lstrip("∂").split("$")[0])
+            out.append((dx, self.apply(m.rhs, None, env, out)))
+            return self.apply_tail(m.body, env, out, primal)
+        if self.tupled and self.tupled_call(m.binder, m.rhs, m.body, env, out):
+            return self.apply_tail(m.body.body, env, out, primal)
+        out.append((m.binder, m.rhs))
+        return self.apply_tail(m.body, env, out, primal)
 
     def input(self, v: ir.Expr | None) -> ir.Expr:
         return self.ds if v is None else v

@@ -16,8 +16,8 @@ from ..util.deep import deep
 
 
 class _Anf:
-    def __init__(self, fresh: FreshNames) -> None:
-        self.fresh = fresh
+    def __init__(self, fresh: FreshNames, bind_tail: bool = False) -> None:
+        self.fresh, self.bind_tail = fresh, bind_tail
 
     def atom(self, e: ir.Expr, out: list) -> ir.Expr:
         """An atom for ``e``, let-binding it (into ``out``) unless it is one."""
@@ -51,15 +51,16 @@ class _Anf:
 
     def expr(self, e: ir.Expr) -> ir.Expr:
         out: list = []
-        body = self.flat(e, out)
+        body = self.atom(e, out) if self.bind_tail else self.flat(e, out)
         for binder, rhs in reversed(out):
             body = ir.Let(binder, rhs, body, type=body.type)
         return body
 
 
 @deep
-def anf(e: ir.Expr, fresh: FreshNames | None = None) -> ir.Expr:
-    return _Anf(fresh or FreshNames(all_names(e))).expr(e)
+def anf(e: ir.Expr, fresh: FreshNames | None = None, bind_tail: bool = False) -> ir.Expr:
+    """``bind_tail``: also let-bind every scope's result, so each ends in an atom."""
+    return _Anf(fresh or FreshNames(all_names(e)), bind_tail).expr(e)
 
 
 def _rename(e: ir.Expr, env: dict[str, str], fresh: FreshNames, log: dict[str, str]) -> ir.Expr:

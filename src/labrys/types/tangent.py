@@ -51,8 +51,16 @@ def shape_type(t: Type) -> Type:
     return UNIT
 
 
+def _tupled(conv):
+    def signature(s: Type, t: Type) -> tuple[Type, Type]:
+        arg, res = conv(s, t)
+        return arg, TTuple((t, res))
+    return signature
+
+
 CONVENTIONS = {
     "fwd": _fwd, "rev": _rev, "D": _jacobian, "sufrev": _rev,
+    "fwdt": _tupled(_fwd), "Dt": _tupled(_jacobian),
     "CL": lambda s, t: (s, t), "shape": lambda s, t: (s, shape_type(t)),
 }
 # Derivations whose signature depends on the generated code (the BOG type of
