@@ -197,8 +197,8 @@ def fd_check(f, x: Any, dx: Any, ad: Any, label: str) -> None:
 
 def dot_check(rev_out: Any, dx: Any, dr: Any, fwd_out: Any, label: str) -> None:
     lhs, rhs = inner(rev_out, dx), inner(dr, fwd_out)
-    scale = max(abs(lhs), abs(rhs))
-    assert abs(lhs - rhs) <= DOT_TOL * scale, \
+    scale = max(abs(lhs), abs(rhs), 1e-300)  # subnormal inner products lose relative precision
+    assert abs(lhs - rhs) <= DOT_TOL * scale + 1e-310, \
         f"{label}: <rev(x, dr), dx> = {lhs!r} but <dr, fwd(x, dx)> = {rhs!r}"
 
 
@@ -385,7 +385,7 @@ def test_rev_is_compositional():
     """[rev f] calls [rev g] rather than inlining g's derivative."""
     m = labrys.load(CORPUS / "call_user.ks")
     assert re.search(r"\[rev g\b", m.derive("rev", "f").source)
-    assert re.search(r"\[fwd g\b", m.derive("fwd", "f").source)
+    assert re.search(r"\[fwdt? g\b", m.derive("fwd", "f").source)  # tupled (default) or plain
 
 
 # --- b. seed 002's demo ---------------------------------------------------------------

@@ -36,6 +36,12 @@ class Derivations:
         self.cache: dict[tuple, Any] = {}
         self.rules = program_rules(checked.program)
 
+    def hand_written_fwd(self) -> frozenset:
+        """Functions g with a user-written [fwd g]: tupled code must call that, not [fwdt g]."""
+        return frozenset(name.base for name, sigs in self.functions.groups.items()
+                         if isinstance(name, DerivedName) and name.derivation == "fwd"
+                         and any(isinstance(s.decl, ir.Def) for s in sigs))
+
     def base_of(self, sig: Signature) -> Signature | Primitive:
         base = self.functions.resolve(sig.name.base, sig.primal)
         if base is None:
@@ -68,7 +74,7 @@ class Derivations:
             return Derived(check_def(knossos.tupled_jacobian(prep.d, typed_jac, nabla), self.functions), stages)
         if derivation in ("fwd", "fwdt"):
             raw = knossos.forward(prep.d, typed_jac, prep.fresh, strategy == "tupled",
-                                  nabla if derivation == "fwdt" else None)
+                                  nabla if derivation == "fwdt" else None, self.hand_written_fwd())
         elif derivation == "rev":
             raw = knossos.reverse(prep.d, typed_jac, nabla, prep.fresh)
         else:

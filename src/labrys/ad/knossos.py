@@ -67,7 +67,7 @@ def _strip_param_lms(body: ir.Expr, n: int) -> ir.Expr:
 
 
 def forward(d: ir.Def, typed_jacobian: ir.Def, fresh: FreshNames, tupled: bool = True,
-            nabla: Nabla | None = None) -> ir.Def:
+            nabla: Nabla | None = None, hand_written: frozenset = frozenset()) -> ir.Def:
     """[fwd f](x, dx) = [D f](x) ⊙ dx, every ∂-let applied to dx (§6.1).
 
     ``tupled`` (Fig. 8 with rule (CP), the default): a callee g is called once,
@@ -85,7 +85,7 @@ def forward(d: ir.Def, typed_jacobian: ir.Def, fresh: FreshNames, tupled: bool =
     lm_params = _param_lm_names(typed_jacobian.body, n)
     for lm, dx in zip(lm_params, dxs if n > 1 else [ds.name]):
         env[lm] = dx
-    t = Transposer(fresh, V(ds.name), tupled)
+    t = Transposer(fresh, V(ds.name), tupled, hand_written)
     body = _strip_param_lms(typed_jacobian.body, n)
     if nabla is not None:
         result = t.apply_tail(body, env, out, nabla.primal)

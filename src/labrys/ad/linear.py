@@ -21,7 +21,7 @@ from __future__ import annotations
 from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.build import C, V, get, is_atom, lam, tup, zero_tangent
-from ..ir.names import DerivedName
+from ..ir.names import DerivedName, erase_types
 from ..ir.traverse import FreshNames
 from ..ir.types import INTEGER, TLM, TTuple
 from ..opt.anf import rename_apart
@@ -61,8 +61,10 @@ def renamed_witnesses(witness: dict[str, ir.Expr], log: dict[str, str]) -> dict[
 class Transposer:
     """Apply/reverse-apply for the linear maps of one function."""
 
-    def __init__(self, fresh: FreshNames, ds: ir.Expr | None = None, tupled: bool = False) -> None:
+    def __init__(self, fresh: FreshNames, ds: ir.Expr | None = None, tupled: bool = False,
+                 hand_written: frozenset = frozenset()) -> None:
         self.fresh, self.ds, self.tupled = fresh, ds, tupled
+        self.hand_written = hand_written  # functions whose [fwd g] the user wrote: call it, not [fwdt g]
 
     def bind(self, e: ir.Expr, out: Out, hint: str = "t") -> ir.Expr:
         if is_atom(e):
@@ -127,7 +129,7 @@ class Transposer:
         lm = body.rhs if isinstance(body, ir.Let) and isinstance(body.rhs.type, TLM) else None
         if not (isinstance(binder, str) and isinstance(rhs, ir.Call) and isinstance(rhs.func, str | DerivedName)
                 and lookup(rhs.func) is None and lm is not None and isinstance(lm, ir.Call)
-                and lm.func == "lmCompose"):
+                and lm.func == "lmCompose" and erase_types(rhs.func) not in self.hand_written):
             return False
         jac, then = lm.arg.elems
         if not (isinstance(jac, ir.Call) and jac.func == DerivedName("D", rhs.func) and jac.arg == rhs.arg):
