@@ -185,6 +185,9 @@ class _Checker:
                     if not self.functions.candidates(func) and lookup(func) is None:
                         raise _err(f"'{func}' is not a function: it is a local variable of type {local[-1]}", where)
                 a = self.expr(arg, where)
+                regrouped = self.flattened_derivative_call(func, a)
+                if regrouped is not None:
+                    a = regrouped
                 return ir.Call(func, a, type=self.call_type(func, a.type, where), span=e.span)
             case ir.App(func, arg):
                 f, a = self.expr(func, where), self.expr(arg, where)
@@ -248,6 +251,24 @@ class _Checker:
                     raise _err(f"'{show_name(func)}' {why}", where)
                 return ir.FnRef(func, type=TLam(sig.arg, sig.ret), span=e.span)
         raise TypeError(f"not an expression: {e!r}")
+
+    def flattened_derivative_call(self, func: Name, a: ir.Expr) -> ir.Expr | None:
+        """Older Knossos programs pass a derivative's arguments flattened:
+        (fwd$f x y dx dy) for [fwd f] of f(x, y) means ([fwd f] (x y) (dx dy))."""
+        if not (isinstance(func, DerivedName) and func.derivation in ("fwd", "rev") and isinstance(a, ir.Tuple)
+                and self.functions.resolve(func, a.type) is None):
+            return None
+        base = self.functions.by_name(func.base)
+        if base is None or not isinstance(base.arg, TTuple):
+            return None
+        k = len(base.arg.elems)
+        tail = k if func.derivation == "fwd" else 1
+        if len(a.elems) != k + tail:
+            return None
+        primal = ir.Tuple(a.elems[:k], type=TTuple(tuple(x.type for x in a.elems[:k])))
+        second = ir.Tuple(a.elems[k:], type=TTuple(tuple(x.type for x in a.elems[k:]))) if tail > 1 else a.elems[k]
+        pair = ir.Tuple((primal, second), type=TTuple((primal.type, second.type)))
+        return pair if self.functions.resolve(func, pair.type) is not None else None
 
     def expect(self, e: ir.Expr, t: Type, what: str, where: Span | None) -> None:
         if e.type != t:
