@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .ir.types import BOOL, FLOAT, INTEGER, STRING, TBase, TLam, TSum, TTensor, TTuple, Type
+from .ir.types import FLOAT, TBase, TLam, TSum, TTensor, TTuple, Type
 
 
 class PrimError(Exception):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ..errors import LabrysError
 from ..ir import nodes as ir
-from ..ir.build import C, V, get, lam, let, tup
+from ..ir.build import C, V, get, lam, let
 from ..ir.names import DerivedName, Name, erase_types
 from ..ir.traverse import FreshNames
 from ..ir.types import INTEGER, TLM, TTuple, Type

@@ -103,15 +103,8 @@ class Transposer:
                 if v is not None:
                     raise LabrysError(f"internal: ∂-variable {name} applied to a non-input tangent", m.span)
                 return V(env[name])
-            case ir.Let(binder, rhs, body):
-                if isinstance(rhs.type, TLM):
-                    env[binder] = dx = self.fresh("d" + binder.lstrip("∂").split("$")[0])
-                    out.append((dx, self.apply(rhs, None, env, out)))
-                elif self.tupled and self.tupled_call(binder, rhs, body, env, out):
-                    body = body.body  # the pair (value, tangent) bound both lets
-                else:
-                    out.append((binder, rhs))
-                return self.apply(body, v, env, out)
+            case ir.Let():
+                return self.apply(self.let_step(m, env, out), v, env, out)
             case ir.If(c, t, f):
                 return ir.If(c, self.scoped(lambda o: self.apply(t, v, env, o)),
                              self.scoped(lambda o: self.apply(f, v, env, o)))
@@ -143,7 +136,7 @@ class Transposer:
         """(value, M ⊙ ds) at every tail of the function: the tupled result of Fig. 8."""
         match m:
             case ir.Let():
-                return self._let_tail(m, env, out, primal)
+                return self.apply_tail(self.let_step(m, env, out), env, out, primal)
             case ir.If(c, t, f):
                 return ir.If(c, self.scoped(lambda o: self.apply_tail(t, env, o, primal)),
                              self.scoped(lambda o: self.apply_tail(f, env, o, primal)))
@@ -155,15 +148,17 @@ class Transposer:
                 return tup(value, zero_tangent(value, value.type))
         raise LabrysError("internal: a tupled tail must be a ∂-variable", m.span)
 
-    def _let_tail(self, m: ir.Let, env, out: Out, primal) -> ir.Expr:
+    def let_step(self, m: ir.Let, env: dict[str, str], out: Out) -> ir.Expr:
+        """Emit one let of a Jacobian body for the forward pass; return what follows it.
+        ``∂y = M`` becomes ``dy = M ⊙ ds``; a primal let is kept, or tupled with its ∂-let."""
         if isinstance(m.rhs.type, TLM):
             env[m.binder] = dx = self.fresh("d" + m.binder.lstrip("∂").split("$")[0])
             out.append((dx, self.apply(m.rhs, None, env, out)))
-            return self.apply_tail(m.body, env, out, primal)
+            return m.body
         if self.tupled and self.tupled_call(m.binder, m.rhs, m.body, env, out):
-            return self.apply_tail(m.body.body, env, out, primal)
+            return m.body.body  # the pair (value, tangent) bound both lets
         out.append((m.binder, m.rhs))
-        return self.apply_tail(m.body, env, out, primal)
+        return m.body
 
     def input(self, v: ir.Expr | None) -> ir.Expr:
         return self.ds if v is None else v

@@ -48,10 +48,11 @@ class Slots:
 
 
 class Interpreter:
-    """Runs a checked program; ``externals`` implement edef'd functions."""
+    """Runs a checked program; ``externals`` implement edef'd functions and
+    ``derived`` (an :class:`labrys.ad.Derivations`) makes derived functions."""
 
     def __init__(self, checked: CheckedProgram, externals: dict[Any, Callable] | None = None,
-                 derived: "Derivations | None" = None) -> None:
+                 derived: Any = None) -> None:
         self.checked = checked
         self.functions = checked.functions
         self.typed = {(d.name, d.arg_type): d for d in checked.program.decls if isinstance(d, ir.Def)}
@@ -124,7 +125,7 @@ class Interpreter:
             case ir.App(func, arg):
                 f, a = self.compile(func, slots), self.compile(arg, slots)
                 return lambda fr: f(fr)(a(fr))
-            case ir.Lam(var, _, body):
+            case ir.Lam():
                 return self.compile_lam(e, slots)
             case ir.Let():
                 return self.compile_let(e, slots)

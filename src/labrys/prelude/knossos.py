@@ -14,7 +14,8 @@ from ..ir.build import C, zero_tangent
 from ..ir.nodes import const
 from ..types.tangent import shape_type, tangent_type
 from ..values import dense, format_value, make_vec
-from .arith import _dot, _has_function, ts_add_fn
+from .arith import _has_function
+from .tangents import _dot, ts_add_fn
 from .registry import args_of, primitive, spread
 
 

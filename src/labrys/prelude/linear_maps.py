@@ -13,7 +13,8 @@ from typing import Any, Callable
 from ..ir.types import FLOAT, INTEGER, TLam, TLM, TTensor, TTuple, Type
 from ..types.tangent import tangent_type
 from ..values import PrimError, _add_value as _add_tangent, dense, make_vec, zero_tangent_of
-from .arith import _scale, add_fn, zero_tangent_fn
+from .arith import _scale
+from .tangents import add_fn, zero_tangent_fn
 from .registry import args_of, primitive, spread
 
 
