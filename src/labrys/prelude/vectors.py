@@ -1,9 +1,6 @@
-"""Vector and tensor primitives: build, sumbuild, index, size, sum, fold, map,
-constVec, deltaVec (sparse), unzip, dup, elim (LANGUAGE.md §4–5).
-
-``sum`` and ``sumbuild`` accumulate float tensors in place and add a sparse
-``deltaVec`` in O(1), so summing n one-hot contributions costs O(n), not O(n²).
-"""
+"""Vector and tensor primitives: index, size, constVec, deltaVec (sparse),
+unzip, dup, elim (LANGUAGE.md §4–5), and the helpers of derivative code
+(ts_delta, matvec_T, outer).  Loops are in :mod:`labrys.prelude.loops`."""
 from __future__ import annotations
 
 import itertools
