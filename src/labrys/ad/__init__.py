@@ -16,9 +16,12 @@ from ..ir.names import DerivedName, show_name
 from ..ir.traverse import FreshNames, all_names
 from ..opt.anf import desugar_map
 from ..ir.types import TTuple
+from ..opt.anf import anf
+from ..opt.cse import cse
+from ..opt.inline import inline_calls
 from ..opt.rules import apply_rules, program_rules
 from ..opt.simplify import contains_linear_map, simplify
-from ..prelude import Primitive
+from ..prelude import Primitive, lookup
 from ..prelude.linear_maps import LinearMap
 from ..types.checker import CheckedProgram, Signature, check_def
 from ..types.tangent import tangent_type
@@ -35,6 +38,23 @@ class Derivations:
         self.defs = {(d.name, d.arg_type): d for d in checked.program.decls if isinstance(d, ir.Def)}
         self.cache: dict[tuple, Any] = {}
         self.rules = program_rules(checked.program)
+        self._in_progress: set[tuple] = set()
+
+    def generated_callee(self, call: ir.Call) -> ir.Def | None:
+        """The generated definition a call of a derived function runs, if labrys made it
+        (hand-written derivatives, primitives and recursive calls: None)."""
+        if call.func.derivation not in ("fwd", "rev", "fwdt"):
+            return None
+        sig = self.functions.resolve(call.func, call.arg.type)
+        if not isinstance(sig, Signature) or not isinstance(sig.decl, ir.Gdef):
+            return None
+        base = self.base_of(sig)
+        if isinstance(base, Primitive) or (call.func.derivation, id(base)) in self._in_progress:
+            return None
+        source = self.defs.get((base.decl.name, base.decl.arg_type)) if isinstance(base.decl, ir.Def) else None
+        if source is None or not calls_only_primitives(source):
+            return None  # AD-MAP: a call of a non-leaf g stays a call of g's derivative
+        return self.derive(call.func.derivation, base).d
 
     def hand_written_fwd(self) -> frozenset:
         """Functions g with a user-written [fwd g]: tupled code must call that, not [fwdt g]."""
@@ -54,7 +74,11 @@ class Derivations:
             raise LabrysError(f"unknown strategy '{strategy}'; choose one of {', '.join(STRATEGIES)}")
         key = (derivation, id(sig), strategy)
         if key not in self.cache:
-            self.cache[key] = self._generate(derivation, sig, strategy)
+            self._in_progress.add((derivation, id(sig)))  # recursion: call, don't inline
+            try:
+                self.cache[key] = self._generate(derivation, sig, strategy)
+            finally:
+                self._in_progress.discard((derivation, id(sig)))
         return self.cache[key]
 
     def _generate(self, derivation: str, sig: Signature, strategy: str) -> "Derived":
@@ -81,7 +105,7 @@ class Derivations:
             raise LabrysError(f"derivation '{derivation}' is not available", sig.decl.span)
         stages["unoptimised"] = raw
         typed = check_def(raw, self.functions)
-        body = simplify(typed.body)
+        body = simplify(cse(anf(inline_calls(simplify(typed.body), self.generated_callee))))
         if self.rules:  # the program's own (rule ...) declarations, then clean up again
             body = simplify(check_def(ir.Def(raw.name, raw.ret, raw.params, apply_rules(body, self.rules)),
                                       self.functions).body)
@@ -107,6 +131,18 @@ class Derivations:
             rev = compile_def(primitive_rule_def("rev", prim, sig.primal, self.functions))
             return lambda x: LinearMap(lambda dx: fwd((x, dx)), lambda dr: rev((x, dr)))
         return compile_def(primitive_rule_def(deriv, prim, sig.primal, self.functions))
+
+
+def calls_only_primitives(d: ir.Def) -> bool:
+    """True when d's body calls no user function (a leaf of the call graph)."""
+    from ..ir.traverse import children
+    stack = [d.body]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, ir.Call) and (not isinstance(x.func, str) or lookup(x.func) is None):
+            return False
+        stack.extend(c for c, _ in children(x))
+    return True
 
 
 class Derived:
