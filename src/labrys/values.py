@@ -15,6 +15,7 @@ Sum                    :class:`Inj`
 """
 from __future__ import annotations
 
+import abc
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -34,7 +35,7 @@ class Inj:
     value: Any
 
 
-class Sparse:
+class Sparse(abc.ABC):
     """A tensor stored sparsely: ``dense()`` gives (and caches) its values.
 
     Note [Sparse cotangents]: reverse mode of ``index`` produces one-hot
@@ -48,12 +49,14 @@ class Sparse:
 
     __slots__ = ()
 
+    @abc.abstractmethod
     def dense(self) -> np.ndarray:
-        raise NotImplementedError
+        """The tensor's values, materialised."""
 
     @property
+    @abc.abstractmethod
     def shape(self) -> tuple[int, ...]:
-        raise NotImplementedError
+        """The tensor's size: one entry per dimension."""
 
 
 def _zeros(shape: tuple[int, ...], elem: Type, like: Any, template: Any) -> np.ndarray:
@@ -122,15 +125,11 @@ class SparseSum(Sparse):
         if self._dense is None:
             base = self.root_base()
             t = self.term
-            out = _zeros(t.shape, t.elem, t.like, t.value) if base is None else _owned_copy(dense(base))
+            out = _zeros(t.shape, t.elem, t.like, t.value) if base is None else dense(base).copy()
             for term in self.terms():
                 out[term.index] = _add_value(out[term.index], term.value)
             self._dense = out
         return self._dense
-
-
-def _owned_copy(a: np.ndarray) -> np.ndarray:
-    return a.copy()
 
 
 def _add_value(a: Any, b: Any) -> Any:
