@@ -42,6 +42,14 @@ def _read_source(path_or_text: str | os.PathLike) -> tuple[str, str]:
     return str(path_or_text), "<string>"
 
 
+def _one(text: str, what: str):
+    """The single s-expression of ``text`` (a name or a type given to the API)."""
+    items = read(Source(what, text))
+    if len(items) != 1:
+        raise LabrysError(f"expected one {what.strip('<>')}, got {text!r}")
+    return items[0]
+
+
 class Function:
     """The overloads of one function name in a module; call it like a Python function.
 
@@ -53,7 +61,7 @@ class Function:
         self.module, self.name, self.sigs = module, name, sigs
 
     def __getitem__(self, arg_type: str | Type) -> "Function":
-        t = parse_type(read(Source("<type>", arg_type))[0]) if isinstance(arg_type, str) else arg_type
+        t = parse_type(_one(arg_type, "<type>")) if isinstance(arg_type, str) else arg_type
         sigs = [s for s in self.sigs if s.arg == t]
         if not sigs:
             raise LabrysError(f"{show_name(self.name)} has no overload for argument type {t}")
@@ -114,7 +122,7 @@ class Module:
 
     def function(self, name: str | Name) -> Function:
         """The function called ``name`` (``"f"``, ``"[rev f]"``, ``"[f Float]"``)."""
-        parsed = parse_name(read(Source("<name>", name))[0]) if isinstance(name, str) else name
+        parsed = parse_name(_one(name, "<name>")) if isinstance(name, str) else name
         sigs = self.checked.functions.candidates(parsed)
         if not isinstance(parsed, str):
             sigs = [s for s in sigs if self.checked.functions.resolve(parsed, s.arg) is s]
