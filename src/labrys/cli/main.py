@@ -116,6 +116,24 @@ def cmd_show(args: argparse.Namespace) -> int:
     return show(args.file, args.fn, args.stages, args.deriv, not args.unoptimised)
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    from ..verify import ALGORITHMS, verify
+
+    rows = verify(load(args.file), args.fn, trials=args.trials, tol=args.tol)
+    names = [a.name for a in ALGORITHMS] + ["agree"]
+    if args.json:
+        print(json.dumps([{"function": r.function,
+                           **{n: {"ok": c.ok, "max_rel_error": c.error, "detail": c.detail}
+                              for n, c in r.cells.items()}} for r in rows], indent=2))
+    else:
+        width = max([len("function")] + [len(r.function) for r in rows])
+        print("function".ljust(width) + "".join(f" | {n:<18}" for n in names))
+        for r in rows:
+            print(r.function.ljust(width) + "".join(f" | {r.cells[n].text():<18}" if n in r.cells else " | -"
+                                                    for n in names))
+    return 1 if any(c.ok is False for r in rows for c in r.cells.values()) else 0
+
+
 def demo_source() -> str:
     return resources.files("labrys").joinpath("demo.ks").read_text(encoding="utf-8")
 
@@ -159,6 +177,17 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--deriv", default="rev", metavar="NAME", help="derivation to print (D, fwd, rev)")
     show.add_argument("--unoptimised", action="store_true", help="print the derivation before optimisation")
     show.set_defaults(handler=cmd_show)
+
+    verify = sub.add_parser("verify", help="check derivatives against finite differences and each other",
+                            description="For every function (or FN): each derivation against central finite "
+                                        "differences, forward against reverse (dot-product test), at random "
+                                        "points. Exits 1 if any check fails.")
+    verify.add_argument("file", metavar="FILE")
+    verify.add_argument("fn", metavar="FN", nargs="?")
+    verify.add_argument("--json", action="store_true", help="machine-readable output")
+    verify.add_argument("--trials", type=int, default=3, help="random points per function (default 3)")
+    verify.add_argument("--tol", type=float, default=1e-5, help="relative error allowed (default 1e-5)")
+    verify.set_defaults(handler=cmd_verify)
 
     demo = sub.add_parser("demo", help="run the bundled example and show what labrys does",
                           description="Run the bundled demo program: its source, values and derivatives.")

@@ -1,0 +1,212 @@
+"""``labrys verify``: check every derivation against central finite
+differences, against each other (dot-product test) and across algorithms.
+
+Each algorithm is registered once in :data:`ALGORITHMS` (a derivation name and
+its calling convention) and is then checked on every function that accepts it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from .api import Derivative, Module
+from .errors import LabrysError
+from .ir import nodes as ir
+from .ir.names import DerivedName, TypedName, show_name
+from .ir.types import FLOAT, TBase, TTensor, TTuple, Type
+from .types.checker import Signature
+from .types.tangent import tangent_type
+from .values import to_python
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    name: str        # column title
+    derivation: str  # derived-function name
+    kind: str        # "fwd": (x, dx) -> dy;  "rev": (x, dy) -> dx
+    pick: Callable[[Any], Any] = lambda out: out  # the tangent, for tupled results
+
+
+ALGORITHMS = [
+    Algorithm("fwd", "fwd", "fwd"),
+    Algorithm("fwdt", "fwdt", "fwd", lambda out: out[1]),
+    Algorithm("rev", "rev", "rev"),
+]
+
+
+def _floats(v: Any) -> list[float]:
+    """The Float parts of a (tangent) value, flattened in a fixed order."""
+    if isinstance(v, (bool, int, str)):
+        return []
+    if isinstance(v, float):
+        return [v]
+    if isinstance(v, tuple):
+        return [x for e in v for x in _floats(e)]
+    if isinstance(v, np.ndarray) and v.dtype != object:
+        return [float(x) for x in v.ravel()]
+    return [x for e in (v.ravel() if isinstance(v, np.ndarray) else v) for x in _floats(e)]
+
+
+def random_value(t: Type, rng: np.random.Generator, tangent: bool = False) -> Any:
+    """A Python value of type ``t``: Floats in [0.5, 1.5] (tangents in [-1, 1]), small sizes."""
+    match t:
+        case TBase("Float"):
+            return float(rng.uniform(-1, 1) if tangent else rng.uniform(0.5, 1.5))
+        case TBase("Integer"):
+            return int(rng.integers(0, 4))
+        case TBase("Bool"):
+            return bool(rng.integers(0, 2))
+        case TBase("String"):
+            return "s"
+        case TTuple(elems):
+            return tuple(random_value(e, rng, tangent) for e in elems)
+        case TTensor(rank, elem):
+            shape = (3,) if rank == 1 else (2,) * rank
+            if elem == FLOAT:
+                return rng.uniform(-1, 1, shape) if tangent else rng.uniform(0.5, 1.5, shape)
+            flat = [random_value(elem, rng, tangent) for _ in range(int(np.prod(shape)))]
+            return flat if rank == 1 else np.array(flat, dtype=object).reshape(shape)
+    raise LabrysError(f"cannot make random values of type {t}")
+
+
+def _axpy(x: Any, h: float, d: Any) -> Any:
+    """x + h·d for a primal x and a tangent d (Integer parts unchanged)."""
+    if isinstance(x, float):
+        return x + h * d
+    if isinstance(x, (bool, int, str)):
+        return x
+    if isinstance(x, tuple):
+        return tuple(_axpy(a, h, b) for a, b in zip(x, d))
+    if isinstance(x, np.ndarray) and x.dtype != object:
+        return x + h * np.asarray(d)
+    return [_axpy(a, h, b) for a, b in zip(x, d)]
+
+
+@dataclass
+class Cell:
+    ok: bool | None           # None: unsupported
+    error: float = 0.0        # max relative error seen
+    detail: str = ""
+
+    def text(self) -> str:
+        if self.ok is None:
+            return f"unsupported: {self.detail}"
+        return f"✓ {self.error:.1e}" if self.ok else f"✗ {self.detail}"
+
+
+@dataclass
+class Row:
+    function: str
+    cells: dict[str, Cell] = field(default_factory=dict)
+
+
+def _rel(a: float, b: float) -> float:
+    return abs(a - b) / max(abs(a), abs(b), 1e-3)
+
+
+def check_function(module: Module, sig: Signature, trials: int = 3, tol: float = 1e-5,
+                   seed: int = 0) -> Row:
+    """Every registered algorithm on one function, at ``trials`` random points."""
+    row = Row(show_name(sig.name))
+    rng = np.random.default_rng(seed)
+    f = module.function(sig.name)[sig.arg]
+    derived: dict[str, Callable] = {}
+    for alg in ALGORITHMS:
+        try:
+            derived[alg.name] = _derived(module, alg.derivation, sig)
+        except LabrysError as exc:
+            row.cells[alg.name] = Cell(None, detail=_where(exc))
+    for _ in range(trials):
+        x = random_value(sig.arg, rng)
+        dx = random_value(tangent_type(sig.arg), rng, tangent=True)
+        dy = random_value(tangent_type(sig.ret), rng, tangent=True)
+        try:
+            h = 1e-6
+            fd = [(a - b) / (2 * h) for a, b in zip(_floats(f(_axpy(x, h, dx))), _floats(f(_axpy(x, -h, dx))))]
+        except LabrysError:
+            continue  # the function is not defined around this point
+        fd_dot = float(np.dot(fd, _floats(dy))) if fd else 0.0
+        results: dict[str, list[float]] = {}
+        for alg in ALGORITHMS:
+            if alg.name not in derived or row.cells.get(alg.name, Cell(True)).ok is False:
+                continue
+            cell = row.cells.setdefault(alg.name, Cell(True))
+            try:
+                if alg.kind == "fwd":
+                    out = _floats(alg.pick(derived[alg.name](x, dx)))
+                    err = max((_rel(a, b) for a, b in zip(out, fd)), default=0.0)
+                    results[alg.name] = [float(np.dot(out, _floats(dy)))]
+                else:
+                    out = _floats(derived[alg.name](x, dy))
+                    err = _rel(float(np.dot(out, _floats(dx))), fd_dot)
+                    results[alg.name] = [float(np.dot(out, _floats(dx)))]
+            except LabrysError as exc:
+                row.cells[alg.name] = Cell(False, detail=_where(exc))
+                continue
+            cell.error = max(cell.error, err)
+            if err > tol:
+                cell.ok, cell.detail = False, f"{err:.1e} at x = {_short(x)}"
+        _agreement(row, results, x)
+    return row
+
+
+def _agreement(row: Row, results: dict[str, list[float]], x: Any, tol: float = 1e-8) -> None:
+    """Every pair of algorithms gives the same <dy, J dx> (for a forward and a
+    reverse derivation this is the dot-product test <rev(x,dy),dx> = <dy,fwd(x,dx)>)."""
+    names = sorted(results)
+    cell = row.cells.setdefault("agree", Cell(True))
+    for a in names:
+        for b in names:
+            if a < b:
+                err = _rel(results[a][0], results[b][0]) if max(abs(results[a][0]), abs(results[b][0])) > 1e-300 \
+                    else 0.0
+                cell.error = max(cell.error, err)
+                if err > tol and cell.ok:
+                    cell.ok, cell.detail = False, f"{a} vs {b}: {err:.1e} at x = {_short(x)}"
+
+
+def _derived(module: Module, derivation: str, sig: Signature) -> Callable:
+    """[derivation f] as the program resolves it: a hand-written one if the user
+    wrote it, else generated now (so an unsupported construct is reported here)."""
+    name = DerivedName(derivation, TypedName(sig.name, sig.arg) if isinstance(sig.name, str) else sig.name)
+    written = [s for s in module.checked.functions.candidates(name) if isinstance(s.decl, ir.Def)]
+    if not written:
+        Derivative(module, derivation, sig)
+    fn = module.function(name)
+    return lambda *args: fn(args[0] if len(args) == 1 else tuple(args))
+
+
+def _where(exc: LabrysError) -> str:
+    where = f" at {exc.span!r}" if exc.span is not None else ""
+    return exc.message.split(" does not support ")[-1] + where
+
+
+def _short(x: Any) -> str:
+    return repr(to_python(x) if not isinstance(x, list) else x)[:60]
+
+
+def verify(module: Module, name: str | None = None, **options: Any) -> list[Row]:
+    """One row per function (or for ``name``) whose input and output hold Floats."""
+    rows = []
+    for d in module.program.decls:
+        if not isinstance(d, ir.Def) or (name is not None and show_name(d.name) != name):
+            continue
+        if not (_floats_in(d.arg_type) and _floats_in(d.ret)):
+            continue
+        sig = module.checked.functions.resolve(d.name, d.arg_type)
+        rows.append(check_function(module, sig, **options))
+    if name is not None and not rows:
+        raise LabrysError(f"no differentiable function named {name} (its argument and result need Floats)")
+    return rows
+
+
+def _floats_in(t: Type) -> bool:
+    match t:
+        case TTuple(elems):
+            return any(map(_floats_in, elems))
+        case TTensor(_, elem):
+            return _floats_in(elem)
+    return t == FLOAT
+
