@@ -134,6 +134,20 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 1 if any(c.ok is False for r in rows for c in r.cells.values()) else 0
 
 
+def cmd_adbench(args: argparse.Namespace) -> int:
+    from ..adbench import run_gmm, write_outputs
+
+    result = run_gmm(args.datafile, args.deriv)
+    print(f"objective        {result.objective:.17g}")
+    print(f"gradient         {len(result.gradient)} entries, |g| = {float((result.gradient ** 2).sum()) ** 0.5:.10g}")
+    print("first entries    " + " ".join(f"{g:.10g}" for g in result.gradient[:6]))
+    print(f"finite-difference check along a random direction: relative error {result.fd_relative_error:.1e}")
+    if args.out:
+        for path in write_outputs(args.datafile, result, args.out):
+            print(f"wrote {path}")
+    return 0 if result.fd_relative_error < 1e-5 else 1
+
+
 def demo_source() -> str:
     return resources.files("labrys").joinpath("demo.ks").read_text(encoding="utf-8")
 
@@ -188,6 +202,15 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--trials", type=int, default=3, help="random points per function (default 3)")
     verify.add_argument("--tol", type=float, default=1e-5, help="relative error allowed (default 1e-5)")
     verify.set_defaults(handler=cmd_verify)
+
+    adb = sub.add_parser("adbench", help="an ADBench objective and its gradient from a data file",
+                         description="Read an ADBench data file, print the objective, the gradient (ADBench's "
+                                     "layout) and a finite-difference check; --out writes ADBench's output files.")
+    adb.add_argument("problem", metavar="PROBLEM", choices=["gmm"], help="gmm")
+    adb.add_argument("datafile", metavar="DATAFILE")
+    adb.add_argument("--deriv", default="rev", metavar="NAME", help="reverse derivation to use (default rev)")
+    adb.add_argument("--out", metavar="DIR", help="write <name>_F_labrys.txt and <name>_J_labrys.txt here")
+    adb.set_defaults(handler=cmd_adbench)
 
     demo = sub.add_parser("demo", help="run the bundled example and show what labrys does",
                           description="Run the bundled demo program: its source, values and derivatives.")

@@ -1,0 +1,99 @@
+"""ADBench workloads in `.ks` (ADBENCH.md): readers for the data files, the
+objective and its derivative through any reverse derivation, and ADBench's
+output files.  ``labrys adbench gmm FILE --deriv rev``."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from ..api import Module, load
+from ..errors import LabrysError
+
+PROBLEMS = ("gmm",)
+
+
+@dataclass
+class GmmInput:
+    alphas: np.ndarray  # K
+    means: np.ndarray   # K x d
+    icf: np.ndarray     # K x d(d+1)/2
+    x: np.ndarray       # n x d
+    gamma: float
+    m: int
+
+    def arguments(self) -> tuple:
+        """The arguments of gmm_objective: (x, alphas, means, icf, (gamma, m))."""
+        return (list(self.x), self.alphas, list(self.means), list(self.icf), (self.gamma, self.m))
+
+
+def read_gmm(path: str | Path) -> GmmInput:
+    """ADBENCH.md §1.5 (full files: replicate_point = false)."""
+    try:
+        tokens = Path(path).read_text().split()
+        d, k, n = (int(t) for t in tokens[:3])
+        nums = np.array(tokens[3:], dtype=float)
+    except (OSError, ValueError) as exc:
+        raise LabrysError(f"{path}: not an ADBench GMM file ({exc})") from None
+    icf_len = d * (d + 1) // 2
+    sizes = [k, k * d, k * icf_len, n * d, 2]
+    if len(nums) != sum(sizes):
+        raise LabrysError(f"{path}: expected {sum(sizes)} numbers after 'd K n', found {len(nums)}")
+    parts = np.split(nums, np.cumsum(sizes)[:-1])
+    return GmmInput(parts[0], parts[1].reshape(k, d), parts[2].reshape(k, icf_len), parts[3].reshape(n, d),
+                    float(parts[4][0]), int(parts[4][1]))
+
+
+def program(problem: str) -> Module:
+    if problem not in PROBLEMS:
+        raise LabrysError(f"unknown ADBench problem '{problem}'; available: {', '.join(PROBLEMS)}")
+    text = resources.files("labrys.adbench").joinpath(f"{problem}.ks").read_text(encoding="utf-8")
+    return load(text, name=f"{problem}.ks")
+
+
+@dataclass
+class GmmResult:
+    objective: float
+    gradient: np.ndarray  # ADBench layout: alphas, means (row-major), icf (row-major)
+    fd_relative_error: float
+
+
+def run_gmm(path: str | Path, derivation: str = "rev", seed: int = 0) -> GmmResult:
+    data = read_gmm(path)
+    m = program("gmm")
+    args = data.arguments()
+    objective = m.gmm_objective(*args)
+    back = m.derive(derivation, "gmm_objective")
+    _, d_alphas, d_means, d_icf, _ = back(args, 1.0)
+    gradient = np.concatenate([np.ravel(d_alphas), np.ravel(np.array(d_means)), np.ravel(np.array(d_icf))])
+    return GmmResult(objective, gradient, _fd_check(m, data, gradient, seed))
+
+
+def _fd_check(m: Module, data: GmmInput, gradient: np.ndarray, seed: int, h: float = 1e-6) -> float:
+    """Relative error of the gradient along a random direction against central differences."""
+    rng = np.random.default_rng(seed)
+    sizes = [data.alphas.size, data.means.size, data.icf.size]
+    v = rng.uniform(-1, 1, sum(sizes))
+
+    def at(t: float) -> float:
+        a, mu, q = np.split(v * t, np.cumsum(sizes)[:-1])
+        moved = GmmInput(data.alphas + a, data.means + mu.reshape(data.means.shape),
+                         data.icf + q.reshape(data.icf.shape), data.x, data.gamma, data.m)
+        return m.gmm_objective(*moved.arguments())
+
+    fd = (at(h) - at(-h)) / (2 * h)
+    ad = float(gradient @ v)
+    return abs(fd - ad) / max(abs(fd), abs(ad), 1e-12)
+
+
+def write_outputs(path: str | Path, result: GmmResult, out_dir: str | Path, tool: str = "labrys") -> list[Path]:
+    """ADBench's files: <basename>_F_<tool>.txt (objective) and _J_ (gradient), 17 digits."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    base = Path(path).stem
+    f_file, j_file = out_dir / f"{base}_F_{tool}.txt", out_dir / f"{base}_J_{tool}.txt"
+    f_file.write_text(f"{result.objective:.17g}\n")
+    j_file.write_text("".join(f"{g:.17g}\n" for g in result.gradient))
+    return [f_file, j_file]
