@@ -17,7 +17,7 @@ from ..ir.names import DerivedName, Name, TypedName, base_name, erase_types, sel
 from ..ir.types import BOOL, TLam, TSum, TTuple, Type
 from ..prelude import Primitive, lookup
 from ..util.deep import deep
-from .tangent import PENDING, derived_signature
+from .tangent import CONVENTIONS, PENDING, derived_signature
 
 
 @dataclass(frozen=True)
@@ -83,8 +83,7 @@ class Functions:
         return self._derive_primitive(name, prim, arg) if prim is not None else None
 
     def _derive_primitive(self, name: DerivedName, prim: Primitive, arg: Type) -> Signature | None:
-        conv = derived_signature(name.derivation, TTuple(()), TTuple(()))
-        if conv is None:
+        if name.derivation not in CONVENTIONS:
             return None
         primal = arg if name.derivation == "D" else (arg.elems[0] if isinstance(arg, TTuple) and len(arg.elems) == 2
                                                      else None)
