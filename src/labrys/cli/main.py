@@ -148,6 +148,27 @@ def cmd_adbench(args: argparse.Namespace) -> int:
     return 0 if result.fd_relative_error < 1e-5 else 1
 
 
+def cmd_cost(args: argparse.Namespace) -> int:
+    from .. import cost
+
+    try:
+        sizes = [int(k) for k in args.sizes.split(",")]
+    except ValueError:
+        raise LabrysError(f"--sizes takes comma-separated integers, got {args.sizes!r}") from None
+    report = cost.measure(load(args.file), args.fn, args.deriv or ["rev"], sizes)
+    if args.json:
+        print(json.dumps({"function": report.function, "sizes": report.sizes,
+                          "primal": {"ops": report.primal.ops, "seconds": report.primal.seconds},
+                          **{c.derivation: {"ops": c.ops, "seconds": c.seconds, "slope": report.slope(c),
+                                            "verdict": report.verdict(c)} for c in report.derived}}, indent=2))
+    else:
+        print(cost.table(report))
+    if args.plot:
+        cost.plot(report, args.plot)
+        print(f"wrote {args.plot}", file=sys.stderr)
+    return 0
+
+
 def demo_source() -> str:
     return resources.files("labrys").joinpath("demo.ks").read_text(encoding="utf-8")
 
@@ -202,6 +223,18 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--trials", type=int, default=3, help="random points per function (default 3)")
     verify.add_argument("--tol", type=float, default=1e-5, help="relative error allowed (default 1e-5)")
     verify.set_defaults(handler=cmd_verify)
+
+    cst = sub.add_parser("cost", help="how a derivative's cost grows with the input size",
+                         description="Op counts (and wall time) of FN and its derivatives for inputs whose vector "
+                                     "dimensions and Integers are each size n; the fitted log-log slope of derivative "
+                                     "against primal cost, and a verdict.")
+    cst.add_argument("file", metavar="FILE")
+    cst.add_argument("fn", metavar="FN")
+    cst.add_argument("--deriv", action="append", metavar="NAME", help="derivation (repeatable; default rev)")
+    cst.add_argument("--sizes", default="10,100,1000", help="comma-separated sizes n (default 10,100,1000)")
+    cst.add_argument("--plot", metavar="PNG", help="draw the cost curves (needs matplotlib)")
+    cst.add_argument("--json", action="store_true", help="machine-readable output")
+    cst.set_defaults(handler=cmd_cost)
 
     adb = sub.add_parser("adbench", help="an ADBench objective and its gradient from a data file",
                          description="Read an ADBench data file, print the objective, the gradient (ADBench's "
