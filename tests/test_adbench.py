@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from labrys.adbench import read_gmm, run_gmm, write_outputs
+from labrys.adbench import read_gmm, read_lstm, run_gmm, run_lstm, write_outputs
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "adbench" / "gmm"
 needs_data = pytest.mark.skipif(not DATA.exists(), reason="ADBench data not beside the repository")
@@ -106,3 +106,64 @@ def test_write_outputs_layout(tmp_path):
     paths = write_outputs("some/gmm_d2_K5.txt", GmmResult(1.5, np.array([0.25, -2.0]), 0.0), tmp_path)
     assert [p.name for p in paths] == ["gmm_d2_K5_F_labrys.txt", "gmm_d2_K5_J_labrys.txt"]
     assert paths[1].read_text().split() == ["0.25", "-2"]
+
+
+# --- LSTM (ADBENCH.md §4) -----------------------------------------------------------
+
+def lstm_loss(main: np.ndarray, extra: np.ndarray, state: np.ndarray, seq: np.ndarray) -> float:
+    """An independent NumPy transcription of ADBENCH.md §4.2–4.3."""
+    sig = lambda z: 1 / (1 + np.exp(-z))  # noqa: E731
+    l, b = main.shape[0] // 2, seq.shape[1]
+    h, s = state[0::2].copy(), state[1::2].copy()
+    total = 0.0
+    for t in range(seq.shape[0] - 1):
+        x = seq[t] * extra[0]
+        for i in range(l):
+            W, B = main[2 * i].reshape(4, b), main[2 * i + 1].reshape(4, b)
+            f, g_in = sig(x * W[0] + B[0]), sig(h[i] * W[1] + B[1])
+            o, cand = sig(x * W[2] + B[2]), np.tanh(h[i] * W[3] + B[3])
+            s[i] = s[i] * f + g_in * cand
+            h[i] = o * np.tanh(s[i])
+            x = h[i]
+        y = x * extra[1] + extra[2]
+        total += float((seq[t + 1] * (y - np.log(2 + np.exp(y).sum()))).sum())
+    return -total / ((seq.shape[0] - 1) * b)
+
+
+def test_lstm_small_instance_gradient_against_numpy_finite_differences(tmp_path):
+    rng = np.random.default_rng(3)
+    l, c, b = 1, 5, 3
+    main, extra = rng.uniform(-1, 1, (2 * l, 4 * b)), rng.uniform(-1, 1, (3, b))
+    state, seq = rng.uniform(-1, 1, (2 * l, b)), rng.integers(0, 2, (c, b)).astype(float)
+    path = tmp_path / "lstm_small.txt"
+    num = lambda r: " ".join(repr(float(v)) for v in r)  # noqa: E731
+    rows = [f"{l} {c} {b}", ""] + [num(r) for r in main] + [""] \
+        + [num(r) for r in extra] + [""] + [num(r) for r in state] + [""] \
+        + [" ".join(str(int(v)) for v in r) for r in seq] + [""]
+    path.write_text("\n".join(rows))
+    result = run_lstm(path)
+    assert result.objective == pytest.approx(lstm_loss(main, extra, state, seq), rel=1e-13)
+    flat = np.concatenate([main.ravel(), extra.ravel()])
+    fd = np.zeros_like(flat)
+    for k in range(flat.size):
+        e = np.zeros_like(flat)
+        e[k] = 1e-6
+        up, down = flat + e, flat - e
+        fd[k] = (lstm_loss(up[:main.size].reshape(main.shape), up[main.size:].reshape(extra.shape), state, seq)
+                 - lstm_loss(down[:main.size].reshape(main.shape), down[main.size:].reshape(extra.shape),
+                             state, seq)) / 2e-6
+    assert result.gradient == pytest.approx(fd, rel=1e-6, abs=1e-9)
+
+
+@needs_data
+def test_lstm_l2_c1024():
+    path = DATA.parent / "lstm" / "lstm_l2_c1024.txt"
+    data = read_lstm(path)
+    result = run_lstm(path)
+    assert result.objective == pytest.approx(lstm_loss(data.main, data.extra, data.state, data.sequence), rel=1e-12)
+    assert result.fd_relative_error < 1e-6
+    b = data.sequence.shape[1]
+    never = [j for j in range(b) if not data.sequence[:, j].any()]
+    assert never  # ADBENCH.md §4.4: bits 1-6 are never set in this file
+    grad_w0 = result.gradient[:4 * b]  # layer 0 weights: forget | input | output | candidate
+    assert all(grad_w0[j] == 0.0 and grad_w0[2 * b + j] == 0.0 for j in never)

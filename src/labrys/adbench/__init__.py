@@ -12,7 +12,7 @@ import numpy as np
 from ..api import Module, load
 from ..errors import LabrysError
 
-PROBLEMS = ("gmm",)
+PROBLEMS = ("gmm", "lstm")
 
 
 @dataclass
@@ -54,7 +54,7 @@ def program(problem: str) -> Module:
 
 
 @dataclass
-class GmmResult:
+class GmmResult:  # the result of every problem: objective, gradient (ADBench layout), FD check
     objective: float
     gradient: np.ndarray  # ADBench layout: alphas, means (row-major), icf (row-major)
     fd_relative_error: float
@@ -68,24 +68,14 @@ def run_gmm(path: str | Path, derivation: str = "rev", seed: int = 0) -> GmmResu
     back = m.derive(derivation, "gmm_objective")
     _, d_alphas, d_means, d_icf, _ = back(args, 1.0)
     gradient = np.concatenate([np.ravel(d_alphas), np.ravel(np.array(d_means)), np.ravel(np.array(d_icf))])
-    return GmmResult(objective, gradient, _fd_check(m, data, gradient, seed))
+    sizes = np.cumsum([data.alphas.size, data.means.size])
 
-
-def _fd_check(m: Module, data: GmmInput, gradient: np.ndarray, seed: int, h: float = 1e-6) -> float:
-    """Relative error of the gradient along a random direction against central differences."""
-    rng = np.random.default_rng(seed)
-    sizes = [data.alphas.size, data.means.size, data.icf.size]
-    v = rng.uniform(-1, 1, sum(sizes))
-
-    def at(t: float) -> float:
-        a, mu, q = np.split(v * t, np.cumsum(sizes)[:-1])
+    def at(t: float, v: np.ndarray) -> float:
+        a, mu, q = np.split(v * t, sizes)
         moved = GmmInput(data.alphas + a, data.means + mu.reshape(data.means.shape),
                          data.icf + q.reshape(data.icf.shape), data.x, data.gamma, data.m)
         return m.gmm_objective(*moved.arguments())
-
-    fd = (at(h) - at(-h)) / (2 * h)
-    ad = float(gradient @ v)
-    return abs(fd - ad) / max(abs(fd), abs(ad), 1e-12)
+    return GmmResult(objective, gradient, _directional_check(at, gradient, seed))
 
 
 def write_outputs(path: str | Path, result: GmmResult, out_dir: str | Path, tool: str = "labrys") -> list[Path]:
@@ -97,3 +87,56 @@ def write_outputs(path: str | Path, result: GmmResult, out_dir: str | Path, tool
     f_file.write_text(f"{result.objective:.17g}\n")
     j_file.write_text("".join(f"{g:.17g}\n" for g in result.gradient))
     return [f_file, j_file]
+
+
+@dataclass
+class LstmInput:
+    main: np.ndarray      # 2l x 4b
+    extra: np.ndarray     # 3 x b
+    state: np.ndarray     # 2l x b
+    sequence: np.ndarray  # c x b
+
+    def arguments(self) -> tuple:
+        return tuple(list(a) for a in (self.main, self.extra, self.state, self.sequence))
+
+
+def read_lstm(path: str | Path) -> LstmInput:
+    """ADBENCH.md §4.5 (numbers only; the blank lines carry no information)."""
+    try:
+        tokens = Path(path).read_text().split()
+        l, c, b = (int(t) for t in tokens[:3])
+        nums = np.array(tokens[3:], dtype=float)
+    except (OSError, ValueError) as exc:
+        raise LabrysError(f"{path}: not an ADBench LSTM file ({exc})") from None
+    sizes = [2 * l * 4 * b, 3 * b, 2 * l * b, c * b]
+    if len(nums) != sum(sizes):
+        raise LabrysError(f"{path}: expected {sum(sizes)} numbers after 'l c b', found {len(nums)}")
+    main, extra, state, seq = np.split(nums, np.cumsum(sizes)[:-1])
+    return LstmInput(main.reshape(2 * l, 4 * b), extra.reshape(3, b), state.reshape(2 * l, b), seq.reshape(c, b))
+
+
+def run_lstm(path: str | Path, derivation: str = "rev", seed: int = 0) -> GmmResult:
+    data = read_lstm(path)
+    m = program("lstm")
+    args = data.arguments()
+    objective = m.lstm_objective(*args)
+    d_main, d_extra, _, _ = m.derive(derivation, "lstm_objective")(args, 1.0)
+    gradient = np.concatenate([np.ravel(np.array(d_main)), np.ravel(np.array(d_extra))])
+
+    def at(t: float, v: np.ndarray) -> float:
+        dm, de = np.split(v * t, [data.main.size])
+        moved = LstmInput(data.main + dm.reshape(data.main.shape), data.extra + de.reshape(data.extra.shape),
+                          data.state, data.sequence)
+        return m.lstm_objective(*moved.arguments())
+    return GmmResult(objective, gradient, _directional_check(at, gradient, seed))
+
+
+def _directional_check(at, gradient: np.ndarray, seed: int, h: float = 1e-6) -> float:
+    """Relative error of gradient·v against central differences (at(t, v) = f(x + t v))."""
+    v = np.random.default_rng(seed).uniform(-1, 1, gradient.size)
+    fd = (at(h, v) - at(-h, v)) / (2 * h)
+    ad = float(gradient @ v)
+    return abs(fd - ad) / max(abs(fd), abs(ad), 1e-12)
+
+
+RUNNERS = {"gmm": lambda path, deriv: run_gmm(path, deriv), "lstm": lambda path, deriv: run_lstm(path, deriv)}

@@ -135,9 +135,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_adbench(args: argparse.Namespace) -> int:
-    from ..adbench import run_gmm, write_outputs
+    from ..adbench import RUNNERS, write_outputs
 
-    result = run_gmm(args.datafile, args.deriv)
+    result = RUNNERS[args.problem](args.datafile, args.deriv)
     print(f"objective        {result.objective:.17g}")
     print(f"gradient         {len(result.gradient)} entries, |g| = {float((result.gradient ** 2).sum()) ** 0.5:.10g}")
     print("first entries    " + " ".join(f"{g:.10g}" for g in result.gradient[:6]))
@@ -239,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     adb = sub.add_parser("adbench", help="an ADBench objective and its gradient from a data file",
                          description="Read an ADBench data file, print the objective, the gradient (ADBench's "
                                      "layout) and a finite-difference check; --out writes ADBench's output files.")
-    adb.add_argument("problem", metavar="PROBLEM", choices=["gmm"], help="gmm")
+    adb.add_argument("problem", metavar="PROBLEM", choices=["gmm", "lstm"], help="gmm or lstm")
     adb.add_argument("datafile", metavar="DATAFILE")
     adb.add_argument("--deriv", default="rev", metavar="NAME", help="reverse derivation to use (default rev)")
     adb.add_argument("--out", metavar="DIR", help="write <name>_F_labrys.txt and <name>_J_labrys.txt here")
