@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -610,7 +611,7 @@ def coerce_tangent(t: Any, like: Any) -> Any:
     return tuple(coerce_tangent(a, b) for a, b in zip(t, like))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=int(os.environ.get("LABRYS_EXAMPLES", 60)), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(gen=programs({"core", "vectors"}, exclude=NONSMOOTH | {"map"}, result="float"), data=st.data())
 def test_rev_random_programs(gen, data):
     """rev vs finite differences and vs fwd, on random smooth programs (with fold).
@@ -621,7 +622,7 @@ def test_rev_random_programs(gen, data):
     _check_random_program(gen, data)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=int(os.environ.get("LABRYS_EXAMPLES", 60)), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(gen=programs({"core", "vectors"}, exclude=NONSMOOTH | {"map", "fold"}, result="float"), data=st.data())
 def test_rev_random_programs_without_fold(gen, data):
     """The same property without fold, so that it keeps watching the rest of K1
