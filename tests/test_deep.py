@@ -3,7 +3,6 @@
 print, re-parse, run, IR utilities — must work without RecursionError."""
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pytest
@@ -104,9 +103,7 @@ def test_recursion_10k():
 
 def test_recursion_100k():
     m = labrys.load(REC)
-    t = time.time()
     assert m.rec(10 * N) == 10 * N
-    assert time.time() - t < 10
     assert m.sumto(10 * N) == 10 * N * (10 * N + 1) / 2
 
 

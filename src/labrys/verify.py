@@ -17,7 +17,7 @@ from .ir import nodes as ir
 from .ir.names import DerivedName, TypedName, show_name
 from .ir.types import FLOAT, TBase, TTensor, TTuple, Type
 from .types.checker import Signature
-from .types.tangent import tangent_type
+from .types.tangent import is_constant_tangent, tangent_type
 from .values import to_python
 
 
@@ -193,20 +193,11 @@ def verify(module: Module, name: str | None = None, **options: Any) -> list[Row]
     for d in module.program.decls:
         if not isinstance(d, ir.Def) or (name is not None and show_name(d.name) != name):
             continue
-        if not (_floats_in(d.arg_type) and _floats_in(d.ret)):
+        if is_constant_tangent(d.arg_type) or is_constant_tangent(d.ret):
             continue
         sig = module.checked.functions.resolve(d.name, d.arg_type)
         rows.append(check_function(module, sig, **options))
     if name is not None and not rows:
         raise LabrysError(f"no differentiable function named {name} (its argument and result need Floats)")
     return rows
-
-
-def _floats_in(t: Type) -> bool:
-    match t:
-        case TTuple(elems):
-            return any(map(_floats_in, elems))
-        case TTensor(_, elem):
-            return _floats_in(elem)
-    return t == FLOAT
 

@@ -19,17 +19,11 @@ from ..ir import nodes as ir
 from ..ir.build import C, V, get, lam, let
 from ..ir.names import DerivedName, Name, erase_types
 from ..ir.traverse import FreshNames
-from ..ir.types import INTEGER, TLM, TTuple, Type
+from ..ir.types import INTEGER, TLM, Type
 from ..prelude import lookup
-from ..types.tangent import tangent_type
+from ..types.tangent import is_constant_tangent, tangent_type
 
 STRUCTURAL = {"build", "sumbuild", "fold", "map", "ifold"}
-
-
-def is_constant_tangent(t: Type) -> bool:
-    """True when dT(t) holds no Float: every derivative into t is zero."""
-    dt = tangent_type(t)
-    return isinstance(dt, TTuple) and all(is_constant_tangent(e) for e in dt.elems)
 
 
 def unsupported(what: str, e: ir.Expr, algorithm: str = "Knossos AD") -> LabrysError:

@@ -27,7 +27,7 @@ from ..ir.types import INTEGER, TLM, TTuple
 from ..opt.anf import rename_apart
 from ..types.tangent import tangent_type
 from ..prelude import lookup
-from .jacobian import is_constant_tangent
+from ..types.tangent import is_constant_tangent
 
 Out = list  # of (binder, rhs): a let-chain under construction
 

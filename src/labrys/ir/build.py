@@ -51,14 +51,9 @@ def is_atom(e: Expr) -> bool:
 
 def zero_tangent(x: Expr, t: Type) -> Expr:
     """The zero tangent of ``x : t``: a constant where ``dT(t)`` holds no Float."""
-    from ..types.tangent import tangent_type
+    from ..types.tangent import is_constant_tangent, tangent_type
 
-    dt = tangent_type(t)
-    return _unit_value(dt) if _all_units(dt) else C("ts_zero", x)
-
-
-def _all_units(t: Type) -> bool:
-    return isinstance(t, TTuple) and all(_all_units(e) for e in t.elems)
+    return _unit_value(tangent_type(t)) if is_constant_tangent(t) else C("ts_zero", x)
 
 
 def _unit_value(t: Type) -> Expr:

@@ -11,7 +11,7 @@ import numpy as np
 from ..ir.types import BOOL, FLOAT, INTEGER, TBase, TTensor, TTuple, Type
 from ..ir.build import C, UNIT, get
 from ..ir.nodes import Expr, Tuple, const
-from ..types.tangent import tangent_type
+from ..types.tangent import is_constant_tangent
 from ..values import PrimError, dense, make_vec, numel
 from .registry import args_of, primitive, spread
 
@@ -133,7 +133,7 @@ def componentwise(rule: Callable) -> Callable:
             n = len(t[0].elems)
             return Tuple(tuple(fwd((get(k, n, a[0]), get(k, n, a[1])), (get(k, n, d[0]), get(k, n, d[1])),
                                    (e, e)) for k, e in enumerate(t[0].elems, 1)))
-        return UNIT if t[0] == t[1] and is_constant(t[0]) else rule(a, d, t)
+        return UNIT if t[0] == t[1] and is_constant_tangent(t[0]) else rule(a, d, t)
     return fwd
 
 
@@ -143,14 +143,8 @@ def componentwise_rev(rule: Callable) -> Callable:
             n = len(t[0].elems)
             parts = [rev((get(k, n, a[0]), get(k, n, a[1])), get(k, n, r), (e, e)) for k, e in enumerate(t[0].elems, 1)]
             return Tuple(tuple(p[0] for p in parts)), Tuple(tuple(p[1] for p in parts))
-        return (UNIT, UNIT) if t[0] == t[1] and is_constant(t[0]) else rule(a, r, t)
+        return (UNIT, UNIT) if t[0] == t[1] and is_constant_tangent(t[0]) else rule(a, r, t)
     return rev
-
-
-def is_constant(t: Type) -> bool:
-    """No Float inside: the tangent is a unit."""
-    dt = tangent_type(t)
-    return isinstance(dt, TTuple) and all(is_constant(e) for e in dt.elems)
 
 
 def _binary(name: str, op: Op2, array: Op2, doc: str, on_int: Op2 | None = None, **rules: Any) -> None:

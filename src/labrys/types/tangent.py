@@ -26,6 +26,12 @@ def tangent_type(t: Type) -> Type:
     return FLOAT if t == FLOAT else UNIT
 
 
+def is_constant_tangent(t: Type) -> bool:
+    """True when dT(t) holds no Float: every derivative into or out of t is zero."""
+    dt = tangent_type(t)
+    return isinstance(dt, TTuple) and all(is_constant_tangent(e) for e in dt.elems)
+
+
 # Calling conventions: derivation name -> (argument type, result type) of the
 # derived function, for a function S -> T.  Algorithms add their names here
 # when they register (see labrys.ad); every one is fwd-like or rev-like.
