@@ -13,7 +13,7 @@ from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.build import V, tup
 from ..ir.names import DerivedName, show_name
-from ..ir.traverse import FreshNames, all_names
+from ..ir.traverse import FreshNames, all_names, nodes
 from ..opt.anf import desugar_map
 from ..ir.types import TTuple
 from ..opt.anf import anf
@@ -135,14 +135,8 @@ class Derivations:
 
 def calls_only_primitives(d: ir.Def) -> bool:
     """True when d's body calls no user function (a leaf of the call graph)."""
-    from ..ir.traverse import children
-    stack = [d.body]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, ir.Call) and (not isinstance(x.func, str) or lookup(x.func) is None):
-            return False
-        stack.extend(c for c, _ in children(x))
-    return True
+    return not any(isinstance(x, ir.Call) and (not isinstance(x.func, str) or lookup(x.func) is None)
+                   for x in nodes(d.body))
 
 
 class Derived:

@@ -166,7 +166,8 @@ def _rename_binders(e: Expr, renames: dict[str, str]) -> Expr:
     return e
 
 
-def _nodes(e: Expr):
+def nodes(e: Expr):
+    """Every node of ``e`` (pre-order, with an explicit stack: any depth)."""
     stack = [e]
     while stack:
         x = stack.pop()
@@ -180,7 +181,7 @@ def substitute(e: Expr, sub: dict[str, Expr], fresh: FreshNames | None = None) -
     variable of a substituted expression are renamed apart."""
     sub_fv: set[str] = set()
     for v in sub.values():  # call heads too: in untyped IR (g x) may call a local g
-        sub_fv |= free_vars(v) | {x.func for x in _nodes(v) if isinstance(x, Call) and isinstance(x.func, str)}
+        sub_fv |= free_vars(v) | {x.func for x in nodes(v) if isinstance(x, Call) and isinstance(x.func, str)}
     if fresh is None:
         fresh = FreshNames(all_names(e) | sub_fv | set(sub))
     return _subst(e, sub, sub_fv, fresh)

@@ -15,7 +15,7 @@ from ..ir.build import is_atom
 from ..ir.traverse import FreshNames, children, rebuild
 from ..util.deep import deep
 from .anf import rename_apart
-from .simplify import _pure
+from .simplify import is_pure
 
 
 class _Canonical(FreshNames):
@@ -38,7 +38,7 @@ def _cse(e: ir.Expr, avail: dict, env: dict[str, ir.Expr]) -> ir.Expr:
             bindings = []
             while isinstance(e, ir.Let):
                 rhs = _cse(e.rhs, avail, env)
-                key = canonical(rhs) if not is_atom(rhs) and _pure(rhs) else None
+                key = canonical(rhs) if not is_atom(rhs) and is_pure(rhs) else None
                 if isinstance(e.binder, str) and key in avail:
                     env[e.binder] = avail[key]
                 else:

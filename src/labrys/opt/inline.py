@@ -16,7 +16,7 @@ from typing import Callable
 
 from ..ir import nodes as ir
 from ..ir.names import DerivedName
-from ..ir.traverse import FreshNames, all_names, children, map_bottom_up, size, substitute
+from ..ir.traverse import FreshNames, all_names, map_bottom_up, nodes, size, substitute
 from ..util.deep import deep
 from .anf import rename_apart
 
@@ -24,15 +24,9 @@ MAX_SIZE = 60
 
 
 def is_leaf(d: ir.Def) -> bool:
-    stack = [d.body]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, ir.Call) and not isinstance(x.func, str):
-            return False
-        if isinstance(x, ir.Call) and isinstance(x.func, str) and x.func.startswith("lm"):
-            return False
-        stack.extend(c for c, _ in children(x))
-    return True
+    """Calls no function but primitives, and holds no linear map."""
+    return not any(isinstance(x, ir.Call) and (not isinstance(x.func, str) or x.func.startswith("lm"))
+                   for x in nodes(d.body))
 
 
 @deep

@@ -18,7 +18,7 @@ from ..ir.traverse import map_bottom_up, size, substitute
 from ..ir.types import FLOAT, TLM, TTuple
 from ..prelude import lookup
 from ..util.deep import deep
-from .simplify import _uses
+from .simplify import variable_uses
 
 INLINE_SIZE = 40
 
@@ -112,7 +112,7 @@ def _transpose(m: ir.Expr) -> ir.Expr:
 
 
 def _inline_lm_lets(e: ir.Expr) -> ir.Expr:
-    uses = _uses(e)
+    uses = variable_uses(e)
 
     def rule(x: ir.Expr) -> ir.Expr:
         if isinstance(x, ir.Let) and isinstance(x.binder, str) and (isinstance(x.rhs.type, TLM) or

@@ -15,7 +15,7 @@ from collections import Counter
 
 from ..ir import nodes as ir
 from ..ir.build import is_atom
-from ..ir.traverse import children, rebuild
+from ..ir.traverse import children, nodes, rebuild
 from ..ir.types import FLOAT, TTuple
 from ..prelude import lookup
 from ..util.deep import deep
@@ -37,25 +37,12 @@ def is_zero(e: ir.Expr) -> bool:
     return False
 
 
-def _pure(e: ir.Expr) -> bool:
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, ir.Assert) or isinstance(x, ir.Call) and x.func in IMPURE:
-            return False
-        stack.extend(c for c, _ in children(x))
-    return True
+def is_pure(e: ir.Expr) -> bool:
+    return not any(isinstance(x, ir.Assert) or isinstance(x, ir.Call) and x.func in IMPURE for x in nodes(e))
 
 
-def _uses(e: ir.Expr) -> Counter:
-    counts: Counter = Counter()
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, ir.Var):
-            counts[x.name] += 1
-        stack.extend(c for c, _ in children(x))
-    return counts
+def variable_uses(e: ir.Expr) -> Counter:
+    return Counter(x.name for x in nodes(e) if isinstance(x, ir.Var))
 
 
 class _Simplifier:
@@ -106,7 +93,7 @@ class _Simplifier:
                     else:
                         bindings.append((b, x))
                 self.changed = True
-            elif self.dead(binder) and _pure(rhs):
+            elif self.dead(binder) and is_pure(rhs):
                 self.changed = True
             else:
                 if isinstance(binder, str) and isinstance(rhs, ir.Tuple) and \
@@ -234,7 +221,7 @@ def _fold_constants(e: ir.Call, f: str, a: tuple[ir.Const, ...]) -> ir.Expr:
 @deep
 def simplify(e: ir.Expr, rounds: int = 8) -> ir.Expr:
     for _ in range(rounds):
-        s = _Simplifier(_uses(e))
+        s = _Simplifier(variable_uses(e))
         e = s.go(e, {})
         if not s.changed:
             break
@@ -245,11 +232,6 @@ def contains_linear_map(e: ir.Expr) -> bool:
     """True when any node of ``e`` has a linear-map type (after checking)."""
     from ..ir.types import TLM
 
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        if isinstance(x.type, TLM) or isinstance(x, ir.Call) and isinstance(x.func, str) and x.func.startswith("lm"):
-            return True
-        stack.extend(c for c, _ in children(x))
-    return False
+    return any(isinstance(x.type, TLM) or isinstance(x, ir.Call) and isinstance(x.func, str)
+               and x.func.startswith("lm") for x in nodes(e))
 
