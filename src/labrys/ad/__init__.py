@@ -12,7 +12,7 @@ from typing import Any, Callable
 from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.build import V, tup
-from ..ir.names import DerivedName, show_name
+from ..ir.names import DerivedName, erase_types, show_name
 from ..ir.traverse import FreshNames, all_names, nodes
 from ..opt.anf import desugar_map
 from ..ir.types import TTuple
@@ -35,9 +35,12 @@ class Derivations:
     def __init__(self, checked: CheckedProgram) -> None:
         self.checked = checked
         self.functions = checked.functions
-        self.defs = {(d.name, d.arg_type): d for d in checked.program.decls if isinstance(d, ir.Def)}
         self.cache: dict[tuple, Any] = {}
         self.rules = program_rules(checked.program)
+        # functions g with a user-written [fwd g]: tupled code calls that, not [fwdt g]
+        self.hand_written_fwd = frozenset(erase_types(d.name.base) for d in checked.program.decls
+                                          if isinstance(d, ir.Def) and isinstance(d.name, DerivedName)
+                                          and d.name.derivation == "fwd")
         self._in_progress: set[tuple] = set()
 
     def generated_callee(self, call: ir.Call) -> ir.Def | None:
@@ -51,16 +54,9 @@ class Derivations:
         base = self.base_of(sig)
         if isinstance(base, Primitive) or (call.func.derivation, id(base)) in self._in_progress:
             return None
-        source = self.defs.get((base.decl.name, base.decl.arg_type)) if isinstance(base.decl, ir.Def) else None
-        if source is None or not calls_only_primitives(source):
+        if not isinstance(base.decl, ir.Def) or not calls_only_primitives(self.checked.typed(base.decl)):
             return None  # AD-MAP: a call of a non-leaf g stays a call of g's derivative
         return self.derive(call.func.derivation, base).d
-
-    def hand_written_fwd(self) -> frozenset:
-        """Functions g with a user-written [fwd g]: tupled code must call that, not [fwdt g]."""
-        return frozenset(name.base for name, sigs in self.functions.groups.items()
-                         if isinstance(name, DerivedName) and name.derivation == "fwd"
-                         and any(isinstance(s.decl, ir.Def) for s in sigs))
 
     def base_of(self, sig: Signature) -> Signature | Primitive:
         base = self.functions.resolve(sig.name.base, sig.primal)
@@ -85,7 +81,7 @@ class Derivations:
         if not isinstance(sig.decl, ir.Def):
             raise LabrysError(f"cannot derive {show_name(sig.name)}: it has no definition "
                               f"(write (def [{derivation} {show_name(sig.name)}] ...) by hand)", sig.decl.span)
-        d = self.defs[(sig.decl.name, sig.decl.arg_type)]
+        d = self.checked.typed(sig.decl)
         fresh = FreshNames(all_names(d.body) | {p.name for p in d.params})
         d = check_def(ir.Def(d.name, d.ret, d.params, desugar_map(d.body, fresh), span=d.span), self.functions)
         prep = knossos.prepare(d, bind_tail=derivation in ("fwdt", "Dt"))
@@ -98,7 +94,7 @@ class Derivations:
             return Derived(check_def(knossos.tupled_jacobian(prep.d, typed_jac, nabla), self.functions), stages)
         if derivation in ("fwd", "fwdt"):
             raw = knossos.forward(prep.d, typed_jac, prep.fresh, strategy == "tupled",
-                                  nabla if derivation == "fwdt" else None, self.hand_written_fwd())
+                                  nabla if derivation == "fwdt" else None, self.hand_written_fwd)
         elif derivation == "rev":
             raw = knossos.reverse(prep.d, typed_jac, nabla, prep.fresh)
         else:

@@ -55,7 +55,6 @@ class Interpreter:
                  derived: Any = None) -> None:
         self.checked = checked
         self.functions = checked.functions
-        self.typed = {(d.name, d.arg_type): d for d in checked.program.decls if isinstance(d, ir.Def)}
         self.externals = externals if externals is not None else {}
         self.derived = derived
         self.cells: dict[int, list] = {}
@@ -80,7 +79,7 @@ class Interpreter:
     def compile_function(self, sig: Signature) -> Callable[[Any], Any]:
         d = sig.decl
         if isinstance(d, ir.Def):
-            return self.compile_def(self.typed[(d.name, d.arg_type)])
+            return self.compile_def(self.checked.typed(d))
         if isinstance(d, ir.Edef):
             return self.external(sig) or _missing_edef(sig, None)
         if self.derived is None:

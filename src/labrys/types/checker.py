@@ -127,6 +127,15 @@ def _same_primal(a: Signature, b: Signature) -> bool:
 class CheckedProgram:
     program: ir.Program  # every expression carries its type
     functions: Functions
+    defs: dict = field(init=False, repr=False, compare=False)  # (name, arg type) -> typed def
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "defs", {(d.name, d.arg_type): d for d in self.program.decls
+                                          if isinstance(d, ir.Def)})
+
+    def typed(self, d: ir.Def) -> ir.Def:
+        """The typed version of a def of the (untyped) input program."""
+        return self.defs[(d.name, d.arg_type)]
 
 
 def _err(msg: str, span: Span | None, *notes: str) -> LabrysError:
