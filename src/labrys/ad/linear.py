@@ -98,18 +98,27 @@ class Transposer:
 
     # --- forward: M ⊙ v, v = None meaning the input tangent ds (Fig. 4) ----
     def apply(self, m: ir.Expr, v: ir.Expr | None, env: dict[str, str], out: Out) -> ir.Expr:
+        return self.forward(m, env, out, lambda x, o: self.apply_leaf(x, v, env, o))
+
+    def forward(self, m: ir.Expr, env: dict[str, str], out: Out, leaf) -> ir.Expr:
+        """The let/if/assert structure of a Jacobian body, for the forward pass;
+        ``leaf(m, out)`` for what is below it."""
+        match m:
+            case ir.Let():
+                return self.forward(self.let_step(m, env, out), env, out, leaf)
+            case ir.If(c, t, f):
+                return ir.If(c, self.scoped(lambda o: self.forward(t, env, o, leaf)),
+                             self.scoped(lambda o: self.forward(f, env, o, leaf)))
+            case ir.Assert(c, body):
+                return ir.Assert(c, self.scoped(lambda o: self.forward(body, env, o, leaf)))
+        return leaf(m, out)
+
+    def apply_leaf(self, m: ir.Expr, v: ir.Expr | None, env: dict[str, str], out: Out) -> ir.Expr:
         match m:
             case ir.Var(name):
                 if v is not None:
                     raise LabrysError(f"internal: ∂-variable {name} applied to a non-input tangent", m.span)
                 return V(env[name])
-            case ir.Let():
-                return self.apply(self.let_step(m, env, out), v, env, out)
-            case ir.If(c, t, f):
-                return ir.If(c, self.scoped(lambda o: self.apply(t, v, env, o)),
-                             self.scoped(lambda o: self.apply(f, v, env, o)))
-            case ir.Assert(c, body):
-                return ir.Assert(c, self.scoped(lambda o: self.apply(body, v, env, o)))
             case ir.Call(DerivedName("D"), _):
                 return self.call_rule(m, self.input(v), out, reverse=False)
             case ir.Call(f, arg) if isinstance(f, str):
@@ -134,19 +143,14 @@ class Transposer:
 
     def apply_tail(self, m: ir.Expr, env: dict[str, str], out: Out, primal: dict[str, ir.Expr]) -> ir.Expr:
         """(value, M ⊙ ds) at every tail of the function: the tupled result of Fig. 8."""
-        match m:
-            case ir.Let():
-                return self.apply_tail(self.let_step(m, env, out), env, out, primal)
-            case ir.If(c, t, f):
-                return ir.If(c, self.scoped(lambda o: self.apply_tail(t, env, o, primal)),
-                             self.scoped(lambda o: self.apply_tail(f, env, o, primal)))
-            case ir.Assert(c, body):
-                return ir.Assert(c, self.scoped(lambda o: self.apply_tail(body, env, o, primal)))
-            case ir.Var(name):
-                return tup(primal[name], V(env[name]))
-            case ir.Call("lmZero", ir.Tuple((_, value))):
-                return tup(value, zero_tangent(value, value.type))
-        raise LabrysError("internal: a tupled tail must be a ∂-variable", m.span)
+        def pair(x: ir.Expr, _out: Out) -> ir.Expr:
+            match x:
+                case ir.Var(name):
+                    return tup(primal[name], V(env[name]))
+                case ir.Call("lmZero", ir.Tuple((_, value))):
+                    return tup(value, zero_tangent(value, value.type))
+            raise LabrysError("internal: a tupled tail must be a ∂-variable", x.span)
+        return self.forward(m, env, out, pair)
 
     def let_step(self, m: ir.Let, env: dict[str, str], out: Out) -> ir.Expr:
         """Emit one let of a Jacobian body for the forward pass; return what follows it.
