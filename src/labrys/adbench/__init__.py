@@ -29,20 +29,26 @@ class GmmInput:
         return (list(self.x), self.alphas, list(self.means), list(self.icf), (self.gamma, self.m))
 
 
-def read_gmm(path: str | Path) -> GmmInput:
-    """ADBENCH.md §1.5 (full files: replicate_point = false)."""
+def read_blocks(path: str | Path, problem: str, header: str, sizes) -> tuple[tuple[int, ...], list[np.ndarray]]:
+    """An ADBench file: three integers (named by ``header``), then numbers in blocks
+    whose lengths ``sizes(*integers)`` gives (line structure carries no information)."""
     try:
         tokens = Path(path).read_text().split()
-        d, k, n = (int(t) for t in tokens[:3])
+        ints = tuple(int(t) for t in tokens[:3])
         nums = np.array(tokens[3:], dtype=float)
     except (OSError, ValueError) as exc:
-        raise LabrysError(f"{path}: not an ADBench GMM file ({exc})") from None
-    icf_len = d * (d + 1) // 2
-    sizes = [k, k * d, k * icf_len, n * d, 2]
-    if len(nums) != sum(sizes):
-        raise LabrysError(f"{path}: expected {sum(sizes)} numbers after 'd K n', found {len(nums)}")
-    parts = np.split(nums, np.cumsum(sizes)[:-1])
-    return GmmInput(parts[0], parts[1].reshape(k, d), parts[2].reshape(k, icf_len), parts[3].reshape(n, d),
+        raise LabrysError(f"{path}: not an ADBench {problem} file ({exc})") from None
+    lengths = sizes(*ints)
+    if len(nums) != sum(lengths):
+        raise LabrysError(f"{path}: expected {sum(lengths)} numbers after '{header}', found {len(nums)}")
+    return ints, np.split(nums, np.cumsum(lengths)[:-1])
+
+
+def read_gmm(path: str | Path) -> GmmInput:
+    """ADBENCH.md §1.5 (full files: replicate_point = false)."""
+    (d, k, n), parts = read_blocks(path, "GMM", "d K n",
+                                   lambda d, k, n: [k, k * d, k * d * (d + 1) // 2, n * d, 2])
+    return GmmInput(parts[0], parts[1].reshape(k, d), parts[2].reshape(k, -1), parts[3].reshape(n, d),
                     float(parts[4][0]), int(parts[4][1]))
 
 
@@ -101,17 +107,9 @@ class LstmInput:
 
 
 def read_lstm(path: str | Path) -> LstmInput:
-    """ADBENCH.md §4.5 (numbers only; the blank lines carry no information)."""
-    try:
-        tokens = Path(path).read_text().split()
-        l, c, b = (int(t) for t in tokens[:3])
-        nums = np.array(tokens[3:], dtype=float)
-    except (OSError, ValueError) as exc:
-        raise LabrysError(f"{path}: not an ADBench LSTM file ({exc})") from None
-    sizes = [2 * l * 4 * b, 3 * b, 2 * l * b, c * b]
-    if len(nums) != sum(sizes):
-        raise LabrysError(f"{path}: expected {sum(sizes)} numbers after 'l c b', found {len(nums)}")
-    main, extra, state, seq = np.split(nums, np.cumsum(sizes)[:-1])
+    """ADBENCH.md §4.5."""
+    (l, c, b), (main, extra, state, seq) = read_blocks(path, "LSTM", "l c b",
+                                                       lambda l, c, b: [8 * l * b, 3 * b, 2 * l * b, c * b])
     return LstmInput(main.reshape(2 * l, 4 * b), extra.reshape(3, b), state.reshape(2 * l, b), seq.reshape(c, b))
 
 
