@@ -25,24 +25,27 @@ from .values import from_python
 FORWARD = {"fwd", "fwdt"}
 
 
-def sized_value(t: Type, n: int, rng: np.random.Generator, tangent: bool = False) -> Any:
-    """A value of type t in which every vector dimension and every Integer is n."""
+def sized_value(t: Type, n: int, rng: np.random.Generator, tangent: bool = False,
+                random_integers: bool = False) -> Any:
+    """A Python value of type t in which every vector dimension is n, and every
+    Integer is n (or, with ``random_integers``, drawn from 0..n).  Floats lie in
+    [0.5, 1.5] (tangents in [-1, 1])."""
     match t:
         case TBase("Float"):
             return float(rng.uniform(-1, 1) if tangent else rng.uniform(0.5, 1.5))
         case TBase("Integer"):
-            return n
+            return int(rng.integers(0, n + 1)) if random_integers else n
         case TBase("Bool"):
             return True
         case TBase("String"):
             return "s"
         case TTuple(elems):
-            return tuple(sized_value(e, n, rng, tangent) for e in elems)
+            return tuple(sized_value(e, n, rng, tangent, random_integers) for e in elems)
         case TTensor(rank, elem):
             shape = (n,) * rank
             if elem == FLOAT:
                 return rng.uniform(-1, 1, shape) if tangent else rng.uniform(0.5, 1.5, shape)
-            flat = [sized_value(elem, n, rng, tangent) for _ in range(n ** rank)]
+            flat = [sized_value(elem, n, rng, tangent, random_integers) for _ in range(n ** rank)]
             return flat if rank == 1 else np.array(flat, dtype=object).reshape(shape)
     raise LabrysError(f"cannot make sized inputs of type {t}")
 

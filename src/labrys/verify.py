@@ -12,10 +12,11 @@ from typing import Any, Callable
 import numpy as np
 
 from .api import Derivative, Module
+from .cost import sized_value
 from .errors import LabrysError
 from .ir import nodes as ir
 from .ir.names import DerivedName, TypedName, show_name
-from .ir.types import FLOAT, TBase, TTensor, TTuple, Type
+from .ir.types import Type
 from .types.checker import Signature
 from .types.tangent import is_constant_tangent, tangent_type
 from .values import to_python
@@ -50,25 +51,8 @@ def _floats(v: Any) -> list[float]:
 
 
 def random_value(t: Type, rng: np.random.Generator, tangent: bool = False) -> Any:
-    """A Python value of type ``t``: Floats in [0.5, 1.5] (tangents in [-1, 1]), small sizes."""
-    match t:
-        case TBase("Float"):
-            return float(rng.uniform(-1, 1) if tangent else rng.uniform(0.5, 1.5))
-        case TBase("Integer"):
-            return int(rng.integers(0, 4))
-        case TBase("Bool"):
-            return bool(rng.integers(0, 2))
-        case TBase("String"):
-            return "s"
-        case TTuple(elems):
-            return tuple(random_value(e, rng, tangent) for e in elems)
-        case TTensor(rank, elem):
-            shape = (3,) if rank == 1 else (2,) * rank
-            if elem == FLOAT:
-                return rng.uniform(-1, 1, shape) if tangent else rng.uniform(0.5, 1.5, shape)
-            flat = [random_value(elem, rng, tangent) for _ in range(int(np.prod(shape)))]
-            return flat if rank == 1 else np.array(flat, dtype=object).reshape(shape)
-    raise LabrysError(f"cannot make random values of type {t}")
+    """A random value of type t with small sizes (vectors of 3, Integers in 0..3)."""
+    return sized_value(t, 3, rng, tangent, random_integers=True)
 
 
 def _axpy(x: Any, h: float, d: Any) -> Any:
