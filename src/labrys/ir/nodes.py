@@ -202,9 +202,7 @@ def _head(e: Expr) -> tuple:
 
 
 def _kids(e: Expr) -> tuple[Expr, ...]:
-    from .traverse import children
-
-    return tuple(c for c, _ in children(e))
+    return tuple(c for c, _ in _children(e))
 
 
 def _structurally_equal(a: Expr, b: Expr) -> bool:
@@ -320,3 +318,7 @@ def call(func: Name, *args: Expr, span: Span | None = None) -> Call:
 def call_args(e: Call) -> tuple[Expr, ...]:
     """The arguments as written: a tuple argument is spread."""
     return e.arg.elems if isinstance(e.arg, Tuple) else (e.arg,)
+
+
+# traverse builds on the node classes above; equality and hashing use its children()
+from .traverse import children as _children  # noqa: E402

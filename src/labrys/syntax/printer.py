@@ -15,6 +15,7 @@ from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.types import show_type
 from ..util.deep import deep
+from ..values import format_float
 
 WIDTH = 80
 MAX_BREAK_COLUMN = 48  # deeper than this, print flat (keeps output linear)
@@ -40,8 +41,7 @@ def _float_lit(x: float) -> str:
         return "(div 0.0 0.0)"
     if math.isinf(x):
         return "(div 1.0 0.0)" if x > 0 else "(div -1.0 0.0)"
-    r = repr(float(x))
-    return r if any(c in r for c in ".e") else r + ".0"
+    return format_float(x)
 
 
 def literal(value: object) -> str:
