@@ -169,6 +169,23 @@ def cmd_cost(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from ..bench import Options, bench
+
+    if args.repeat < 1 or args.budget <= 0:
+        raise LabrysError("--repeat takes a positive whole number and --budget a positive number of seconds")
+    options = Options(repeat=args.repeat, budget=args.budget, quick=args.quick, backends=args.backend,
+                      peers=args.peer, derivations=args.deriv, data=args.data)
+    command = "labrys bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else "labrys bench"
+    results, written = bench(args.workloads, options, args.out, args.suite, command.strip())
+    for path in written:
+        print(f"wrote {path}")
+    wrong = [f"{r.workload.name}: {row.name}" for r in results for row in r.rows if row.wrong]
+    for w in wrong:
+        print(f"disagrees with the reference: {w}", file=sys.stderr)
+    return 1 if wrong else 0
+
+
 def demo_source() -> str:
     return resources.files("labrys").joinpath("demo.ks").read_text(encoding="utf-8")
 
@@ -244,6 +261,27 @@ def build_parser() -> argparse.ArgumentParser:
     adb.add_argument("--deriv", default="rev", metavar="NAME", help="reverse derivation to use (default rev)")
     adb.add_argument("--out", metavar="DIR", help="write <name>_F_labrys.txt and <name>_J_labrys.txt here")
     adb.set_defaults(handler=cmd_adbench)
+
+    bch = sub.add_parser("bench", help="time labrys's derivatives beside JAX, PyTorch, autograd and NumPy",
+                         description="Run the benchmark workloads (Table 1 of seed 001, ADBench GMM, BA, LSTM): every "
+                                     "reverse derivation on every backend beside the peers, in one process; check "
+                                     "that all gradients agree; write results.md and PNG charts. Peers come with "
+                                     "pip install -e '.[bench]'.")
+    bch.add_argument("workloads", metavar="WORKLOAD", nargs="*",
+                     help="workloads or groups (table1, adbench, gmm, lstm, ba); default: all")
+    bch.add_argument("--repeat", type=int, default=5, help="timed samples per cell after a warm-up (default 5)")
+    bch.add_argument("--budget", type=float, default=60.0,
+                     help="seconds per cell; a slower labrys call is estimated, not run (default 60)")
+    bch.add_argument("--backend", action="append", metavar="B", help="labrys backend (repeatable; default: all)")
+    bch.add_argument("--deriv", action="append", metavar="NAME", help="reverse derivation (repeatable; default: all)")
+    bch.add_argument("--peer", action="append", metavar="NAME",
+                     help="peer to run: NumPy, 'JAX (jit)', PyTorch, autograd (repeatable; default: all)")
+    bch.add_argument("--quick", action="store_true", help="small sizes: the whole run takes seconds")
+    bch.add_argument("--out", metavar="DIR", help="where results.md and the charts go (default benchmarks/results)")
+    bch.add_argument("--data", metavar="DIR", help="ADBench data (default ../shared/data/adbench, or "
+                                                    "$LABRYS_ADBENCH_DATA)")
+    bch.add_argument("--suite", metavar="DIR", help="the benchmarks folder (default: the clone's benchmarks/)")
+    bch.set_defaults(handler=cmd_bench)
 
     demo = sub.add_parser("demo", help="run the bundled example and show what labrys does",
                           description="Run the bundled demo program: its source, values and derivatives.")

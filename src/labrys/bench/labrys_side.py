@@ -1,0 +1,56 @@
+"""labrys's entries in a benchmark: every reverse derivation the registry holds,
+on every backend there is, both found at run time so that new ones appear by
+themselves."""
+from __future__ import annotations
+
+import importlib
+import inspect
+from typing import Any, Callable
+
+from ..api import Module, load
+from ..errors import LabrysError
+from .suite import LabrysProgram
+
+
+def available_backends() -> list[str]:
+    """``labrys.backends.BACKENDS`` (names, or a dict keyed by name) where it exists, else the interpreter."""
+    try:
+        backends = importlib.import_module("labrys.backends")
+    except ImportError:
+        return ["interp"]
+    names = getattr(backends, "BACKENDS", None)
+    return list(names) if names else ["interp"]
+
+
+def reverse_derivations() -> list[tuple[str, Callable[[Any], Any]]]:
+    """(derivation name, how to read its result) for every reverse algorithm in
+    ``labrys.verify.ALGORITHMS``."""
+    from ..verify import ALGORITHMS
+
+    return [(a.derivation, a.pick) for a in ALGORITHMS if a.kind == "rev"]
+
+
+def load_module(program: LabrysProgram, backend: str) -> Module:
+    """The program on ``backend`` (before backends existed, only the interpreter)."""
+    if "backend" in inspect.signature(load).parameters:
+        return load(program.path, backend=backend)
+    if backend != "interp":
+        raise LabrysError(f"backend '{backend}' is not available in this labrys")
+    return load(program.path)
+
+
+def objective(module: Module, program: LabrysProgram) -> Callable[[], Any]:
+    f = module.function(program.function)
+    return lambda: f(*program.args)
+
+
+def gradient(module: Module, program: LabrysProgram, derivation: str, pick: Callable[[Any], Any]) -> Callable[[], Any]:
+    """One reverse pass per cotangent of ``program`` (a gradient, or a Jacobian's rows).
+    Deriving happens here, so a derivation that rejects the program raises now."""
+    back = module.derive(derivation, program.function)
+    args = program.args[0] if len(program.args) == 1 else program.args
+
+    def run() -> Any:
+        rows = [program.pick(pick(back(args, ct))) for ct in program.cotangents]
+        return rows[0] if len(rows) == 1 else rows
+    return run

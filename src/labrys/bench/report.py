@@ -1,0 +1,220 @@
+"""The benchmark's outputs: ``results.md`` (the machine, the issue-6 targets, one
+table per workload) and a PNG chart per workload (when matplotlib is installed)."""
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+from .run import TOLERANCE, Options, Result, Row
+from .timing import Timing, seconds
+
+PACKAGES = ("labrys", "numpy", "jax", "jaxlib", "torch", "autograd", "matplotlib")
+
+
+def machine() -> list[str]:
+    """Lines describing where the numbers come from."""
+    cpu = _first_field("/proc/cpuinfo", "model name") or platform.processor() or "unknown CPU"
+    memory = _first_field("/proc/meminfo", "MemTotal")
+    gib = f"{int(memory.split()[0]) / 2 ** 20:.1f} GiB" if memory else "unknown memory"
+    versions = []
+    for name in PACKAGES:
+        try:
+            versions.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            versions.append(f"{name} not installed")
+    threads = ""
+    try:
+        import torch
+        threads = f"; PyTorch uses {torch.get_num_threads()} threads"
+    except ImportError:
+        pass
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    return [f"- Machine: {cpu}, {os.cpu_count()} cores, {gib}; {platform.system()} {platform.release()}; "
+            f"Python {platform.python_version()}{threads}.",
+            f"- Versions: {', '.join(versions)}; labrys commit {_commit()}.",
+            f"- Load average (1, 5, 15 min) when the run ended: {load} — the machine is shared, so "
+            f"numbers are noisy."]
+
+
+def _first_field(path: str, key: str) -> str | None:
+    try:
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(key):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def _commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
+                             cwd=Path(__file__).resolve().parent)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def cell(t: Timing | None) -> str:
+    if t is None:
+        return "—"
+    return f"≈ {seconds(t.median)} (est.)" if t.estimated else seconds(t.median)
+
+
+def _ratio(row: Row) -> str:
+    r = row.ratio
+    if r is None:
+        return "—"
+    return f"≈ {r:.2g}" if row.gradient.estimated or row.objective.estimated else f"{r:.3g}"
+
+
+def _diff(row: Row) -> str:
+    if row.diff is None:
+        return "—"
+    text = f"{row.diff:.1e}" if row.diff else "0"
+    if row.wrong:
+        return f"✗ {text}"
+    return f"{text} (ref.)" if row.reference and not row.diff else text
+
+
+def workload_table(result: Result) -> list[str]:
+    w, inst = result.workload, result.instance
+    lines = [f"## {w.title}", ""]
+    if inst is None:
+        return lines + [f"Skipped: {result.skipped}", ""]
+    obj_ref, grad_ref = result.references
+    lines += [f"`{w.name}`: {inst.size}. Compared with: objective {obj_ref or '—'}, gradient {grad_ref or '—'}.",
+              "", "| implementation | objective | gradient | gradient / objective | compile | max rel. diff | note |",
+              "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for row in result.rows:
+        note = row.status or row.note
+        lines.append(f"| {row.name} | {cell(row.objective)} | {cell(row.gradient)} | {_ratio(row)} | "
+                     f"{seconds(row.compile) if row.compile is not None else '—'} | {_diff(row)} | {note} |")
+    return lines + [""]
+
+
+def _best(result: Result, what: str, labrys: bool, backend: str | None = None) -> Row | None:
+    rows = [r for r in result.rows if r.labrys == labrys and getattr(r, what) is not None and not r.status
+            and (backend is None or r.name.endswith(f"({backend})"))]
+    return min(rows, key=lambda r: getattr(r, what).median, default=None)
+
+
+def _peer(result: Result, name: str) -> Row | None:
+    return next((r for r in result.rows if r.name == name and not r.status), None)
+
+
+def targets(results: list[Result]) -> list[str]:
+    """Issue 6's three targets, as measured here: the best labrys row against the peer."""
+    lines = ["| target | workload | labrys (best row) | against | ratio | met? |", "| --- | --- | --- | --- | ---: | --- |"]
+
+    def line(target: str, result: Result, row: Row | None, what: str, other: Row | None, limit: float,
+             other_what: str | None = None) -> None:
+        if row is None or other is None:
+            missing = "no labrys row" if row is None else "peer not run"
+            lines.append(f"| {target} | {result.workload.name} | — | — | — | not measured ({missing}) |")
+            return
+        mine, theirs = getattr(row, what), getattr(other, other_what or what)
+        ratio = mine.median / theirs.median
+        approx = "≈ " if mine.estimated or theirs.estimated else ""
+        verdict = "met" if ratio <= limit else f"missed by {ratio / limit:.2g}×"
+        lines.append(f"| {target} | {result.workload.name} | {row.name}: {cell(mine)} | {other.name}: "
+                     f"{cell(theirs)} | {approx}{ratio:.3g} | {verdict} |")
+
+    for result in results:
+        if result.instance is None:
+            continue
+        compiled = _best(result, "objective", True, "compiled")
+        line("objective ≤ 2× NumPy (compiled backend)", result, compiled or _best(result, "objective", True),
+             "objective", _peer(result, "NumPy"), 2.0)
+    for result in results:
+        if result.instance is None or not {"gmm", "lstm"} & set(result.workload.groups):
+            continue
+        best = _best(result, "gradient", True)
+        line("gradient / objective ≤ 4", result, best, "gradient", best, 4.0, "objective")
+        if result.workload.name in ("gmm_d10_K25", "lstm_l2_c1024"):
+            for peer in ("JAX (jit)", "PyTorch"):
+                line(f"gradient faster than {peer}", result, best, "gradient", _peer(result, peer), 1.0)
+    return lines
+
+
+def table1_per_unit(results: list[Result]) -> list[str]:
+    """Table 1's programs per unit of n, beside the paper's published times."""
+    rows = [r for r in results if r.workload.paper and r.instance is not None]
+    if not rows:
+        return []
+    lines = ["| program | unit | paper: TH | paper: ad | labrys gradient (best row) | JAX (jit) | PyTorch |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        n, unit = r.instance.per_unit
+
+        def per(row: Row | None) -> str:
+            return seconds(row.gradient.median / n) if row and row.gradient else "—"
+        best = _best(r, "gradient", True)
+        lines.append(f"| {r.workload.name} | {unit} | {r.workload.paper['TH']} µs | {r.workload.paper['ad']} µs | "
+                     f"{per(best)} ({best.name if best else '—'}) | {per(_peer(r, 'JAX (jit)'))} | "
+                     f"{per(_peer(r, 'PyTorch'))} |")
+    return lines
+
+
+def markdown(results: list[Result], options: Options, command: str) -> str:
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = ["# labrys benchmarks", "", f"Made by `{command}` on {now}.", ""] + machine() + [
+        "",
+        f"Times are per call: the median of up to {options.repeat} samples after a warm-up call, all in one "
+        f"process (calls of microseconds are timed in batches). Each cell (one implementation's objective "
+        f"or gradient) has a budget of {options.budget:g} s: it stops sampling when the budget is spent, and "
+        f"a labrys cell whose call is estimated (from runs at two smaller sizes) to exceed the budget is not run "
+        f"and shows the estimate, marked ≈ … (est.). *Compile* is the one-off cost: setup (labrys: load, "
+        f"type-check, derive; JAX: tracing) plus what each first call took beyond a later one. *Max rel. diff* "
+        f"is max |a − b| / max |b| over the objective and the gradient, against the first row that has them; "
+        f"✗ marks a difference above {TOLERANCE:g}. labrys's reverse derivative returns the cotangent of every "
+        f"argument (the GMM data points and the LSTM state too); the peers differentiate only what ADBench asks "
+        f"for.", "", "## Issue 6 targets", ""] + targets(results) + [""]
+    per_unit = table1_per_unit(results)
+    if per_unit:
+        lines += ["## Table 1 of seed 001, per unit of n", "",
+                  "The paper (GHC 9.2.2, i9-10900K) against Kmett's `ad`; here the gradient time divided by n.",
+                  ""] + per_unit + [""]
+    for result in results:
+        lines += workload_table(result)
+    return "\n".join(lines)
+
+
+def charts(results: list[Result], out: Path) -> list[Path]:
+    """One horizontal bar chart per workload (log scale); [] without matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    written = []
+    for result in results:
+        rows = [r for r in result.rows if r.objective or r.gradient]
+        if not rows:
+            continue
+        fig, ax = plt.subplots(figsize=(8, 0.5 * len(rows) + 1.5))
+        for k, (what, colour) in enumerate((("objective", "tab:blue"), ("gradient", "tab:orange"))):
+            label = what
+            for i, r in enumerate(rows):
+                t = getattr(r, what)
+                if t is not None:
+                    ax.barh(i + (k - 0.5) * 0.4, t.median, 0.4, color=colour, hatch="//" if t.estimated else None,
+                            alpha=0.5 if t.estimated else 1.0, label=label)
+                    label = None
+        ax.set_yticks(range(len(rows)), [r.name for r in rows])
+        ax.invert_yaxis()
+        ax.set_xscale("log")
+        ax.set_xlabel("seconds per call (log scale; hatched: estimated, not run)")
+        ax.set_title(f"{result.workload.title} ({result.instance.size})", fontsize=10)
+        ax.legend(loc="lower right")
+        fig.tight_layout()
+        path = out / f"{result.workload.name}.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        written.append(path)
+    return written

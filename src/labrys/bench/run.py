@@ -1,0 +1,215 @@
+"""Run workloads: every implementation of each, timed in this one process,
+and every result compared with a reference."""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import LabrysError
+from . import labrys_side
+from .suite import Impl, Instance, Unavailable, Workload, data_folder, relative_difference
+from .timing import Timing, probe as probe_call, seconds, time_calls
+
+TOLERANCE = 1e-6  # a larger relative difference from the reference marks the row as wrong
+
+
+@dataclass
+class Options:
+    repeat: int = 5
+    budget: float = 30.0                 # seconds per cell (one implementation's objective, or gradient)
+    quick: bool = False
+    backends: list[str] | None = None    # None: every available backend
+    peers: list[str] | None = None       # None: every peer of the workload
+    derivations: list[str] | None = None  # None: every reverse derivation
+    data: Path | None = None
+    progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)
+
+
+@dataclass
+class Row:
+    name: str                    # "numpy", "jax", "labrys rev (interp)"
+    labrys: bool = False
+    objective: Timing | None = None
+    gradient: Timing | None = None
+    compile: float | None = None  # setup (load, derive, trace) + the first calls' overhead
+    diff: float | None = None     # max relative difference from the reference (objective and gradient)
+    reference: bool = False
+    status: str = ""             # why there are no numbers: "not installed", "does not accept …", "error: …"
+    note: str = ""
+    values: list[Any] = field(default_factory=lambda: [None, None], repr=False)  # objective, gradient
+
+    @property
+    def ratio(self) -> float | None:
+        if self.objective and self.gradient and self.objective.median > 0:
+            return self.gradient.median / self.objective.median
+        return None
+
+    @property
+    def wrong(self) -> bool:
+        return self.diff is not None and not self.diff <= TOLERANCE
+
+
+@dataclass
+class Result:
+    workload: Workload
+    instance: Instance | None
+    rows: list[Row]
+    skipped: str = ""                       # why the workload did not run at all
+    references: tuple[str, str] = ("", "")  # the rows the objective and the gradient are compared with
+
+
+def run(workloads: list[Workload], options: Options) -> list[Result]:
+    return [run_workload(w, options) for w in workloads]
+
+
+def run_workload(workload: Workload, options: Options) -> Result:
+    data = data_folder(options.data)
+    try:
+        instance = workload.make(data, "quick" if options.quick else "full")
+        probes = None if options.quick else (workload.make(data, "probe"), workload.make(data, "quick"))
+    except Unavailable as exc:
+        options.progress(f"{workload.name}: skipped: {exc}")
+        return Result(workload, None, [], skipped=str(exc))
+    options.progress(f"{workload.name} ({instance.size})")
+    rows = [_peer(name, factory, options) for name, factory in instance.peers.items()
+            if options.peers is None or name in options.peers]
+    rows += _labrys(instance, probes, options)
+    return Result(workload, instance, rows, references=_compare(rows))
+
+
+def _peer(name: str, factory: Callable[[], Impl], options: Options) -> Row:
+    row = Row(name)
+    start = time.perf_counter()
+    try:
+        impl = factory()
+    except ImportError as exc:
+        row.status = "not installed"
+        options.progress(f"  {name}: not installed ({exc})")
+        return row
+    except Exception as exc:  # a broken peer is reported, never fatal
+        row.status = f"error: {_message(exc)}"
+        return row
+    row.compile = time.perf_counter() - start
+    objective = _time(row, "objective", impl.objective, options)
+    if objective is not None and impl.gradient is not None:
+        if objective.runs == 0:  # the objective alone used up the budget: its gradient costs more
+            row.note = "gradient not run: the objective alone exceeded the budget"
+        else:
+            _time(row, "gradient", impl.gradient, options)
+    return row
+
+
+def _labrys(instance: Instance, probes: tuple[Instance, Instance] | None, options: Options) -> list[Row]:
+    """One row per (derivation, backend); a backend's objective is timed once, for all its rows."""
+    rows = []
+    derivations = [(d, pick) for d, pick in labrys_side.reverse_derivations()
+                   if options.derivations is None or d in options.derivations]
+    for backend in options.backends or labrys_side.available_backends():
+        shared = Row(f"labrys ({backend})", labrys=True)
+        start = time.perf_counter()
+        try:
+            module = labrys_side.load_module(instance.labrys, backend)
+        except Exception as exc:  # an unknown backend, or one that cannot take this program
+            shared.status = f"error: {_message(exc)}"
+            rows.append(shared)
+            continue
+        shared.compile = time.perf_counter() - start
+        _labrys_cell(shared, "objective", lambda p: labrys_side.objective(module, p), instance, probes, options)
+        for derivation, pick in derivations:
+            row = Row(f"labrys {derivation} ({backend})", labrys=True, objective=shared.objective,
+                      compile=shared.compile, status=shared.status, note=shared.note,
+                      values=[shared.values[0], None])
+            rows.append(row)
+            if row.status:
+                continue
+            try:
+                _labrys_cell(row, "gradient", lambda p: labrys_side.gradient(module, p, derivation, pick),
+                             instance, probes, options)
+            except LabrysError as exc:  # deriving failed: this algorithm does not take the program
+                row.status = f"does not accept the program: {_message(exc)}"
+    return rows
+
+
+def _labrys_cell(row: Row, what: str, prepare: Callable[[Any], Callable[[], Any]], instance: Instance,
+                 probes: tuple[Instance, Instance] | None, options: Options) -> None:
+    """Prepare (load, derive: compile time), estimate the call from the probes, then time it
+    unless the estimate exceeds the budget (the cell then shows the estimate)."""
+    start = time.perf_counter()
+    fn = prepare(instance.labrys)
+    row.compile += time.perf_counter() - start
+    if probes is not None:
+        try:
+            estimate, overhead = _estimate(prepare, instance, probes, options.budget)
+        except Exception as exc:
+            row.status = f"error in the {what} (at a smaller size): {_message(exc)}"
+            return
+        row.compile += overhead
+        if estimate > options.budget:
+            setattr(row, what, Timing(estimate, 0, 0.0, estimated=True))
+            sizes = " and ".join(dict.fromkeys(f"{p.work:g}" for p in probes)) + f" {instance.work_unit}"
+            row.note = "; ".join(filter(None, [row.note, f"{what} not run: about {seconds(estimate)} a call, "
+                                                         f"estimated from runs on {sizes} (budget {options.budget:g} s)"]))
+            options.progress(f"  {row.name} {what}: not run, estimated {seconds(estimate)}")
+            return
+    _time(row, what, fn, options)
+
+
+def _estimate(prepare: Callable[[Any], Callable[[], Any]], instance: Instance, probes: tuple[Instance, Instance],
+              budget: float) -> tuple[float, float]:
+    """(seconds a full-size call will take, one-off overhead seen): the call at the small
+    probe size, scaled by work; if that says "too slow", a line through both probe sizes
+    (fixed costs weigh too much at the smallest size)."""
+    small, medium = probes
+    seconds, overhead = probe_call(prepare(small.labrys), budget)
+    estimate = seconds * instance.work / small.work
+    if estimate > budget and small.work < medium.work < instance.work:
+        fn = prepare(medium.labrys)
+        start = time.perf_counter()
+        fn()
+        more = time.perf_counter() - start
+        slope = max(0.0, (more - seconds) / (medium.work - small.work))
+        estimate = more + slope * (instance.work - medium.work)
+    return estimate, overhead
+
+
+def _time(row: Row, what: str, fn: Callable[[], Any], options: Options) -> Timing | None:
+    """Time ``fn`` into ``row`` (objective or gradient); None, with the row's status set, if it fails."""
+    try:
+        timing, value = time_calls(fn, options.repeat, options.budget)
+    except Exception as exc:  # e.g. a LabrysError at run time, or a peer's numerical failure
+        row.status = f"error in the {what}: {_message(exc)}"
+        options.progress(f"  {row.name} {what}: {row.status}")
+        return None
+    setattr(row, what, timing)
+    row.values[0 if what == "objective" else 1] = value
+    row.compile = (row.compile or 0.0) + timing.overhead
+    if timing.note:
+        row.note = "; ".join(filter(None, [row.note, f"{what}: {timing.note}"]))
+    options.progress(f"  {row.name} {what}: {seconds(timing.median)} (first call {seconds(timing.first)})")
+    return timing
+
+
+def _compare(rows: list[Row]) -> tuple[str, str]:
+    """Compare every row's objective and gradient with the first row that has one
+    (rows come peers first: NumPy, JAX, PyTorch, autograd, then labrys)."""
+    names = []
+    for k in (0, 1):
+        ref = next((r for r in rows if r.values[k] is not None and not r.status), None)
+        names.append(ref.name if ref else "")
+        if ref is None:
+            continue
+        ref.reference = True
+        for r in rows:
+            if r.values[k] is not None and not r.status:
+                d = relative_difference(r.values[k], ref.values[k])
+                r.diff = d if r.diff is None else max(r.diff, d)
+    return names[0], names[1]
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, LabrysError):
+        return exc.message.splitlines()[0]
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"

@@ -1,0 +1,84 @@
+"""Timing one call: warm-up, then the median of repeated samples, within a budget.
+
+Note [Timing]
+~~~~~~~~~~~~~
+The first call is timed on its own: it carries tracing, JIT compilation and
+cache filling, so it is reported as part of the compile time, never in the
+median.  Calls that take microseconds are run in batches (like ``timeit``'s
+autorange) so that one sample lasts at least ``MIN_SAMPLE`` seconds and the
+clock's resolution does not matter; the median is per call.  A cell stops
+taking samples when its budget is spent, and says how many it took.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+MIN_SAMPLE = 0.02  # seconds one timed batch should last at least
+
+
+@dataclass
+class Timing:
+    median: float  # seconds per call
+    runs: int      # samples behind the median (0: only the first call was timed)
+    first: float   # the first call, with its one-off costs
+    note: str = ""
+    estimated: bool = False  # not run: ``median`` is extrapolated from a smaller size
+
+    @property
+    def overhead(self) -> float:
+        """What the first call cost beyond a steady-state call (JIT, caches)."""
+        return max(0.0, self.first - self.median) if self.runs else 0.0
+
+
+def probe(fn: Callable[[], Any], budget: float) -> tuple[float, float]:
+    """(seconds per call, one-off overhead) of ``fn`` at a small size: its first
+    call, and a second one unless the first already took the whole budget."""
+    start = time.perf_counter()
+    fn()
+    first = time.perf_counter() - start
+    if first >= budget:
+        return first, 0.0
+    start = time.perf_counter()
+    fn()
+    second = time.perf_counter() - start
+    return min(first, second), max(0.0, first - second)
+
+
+def time_calls(fn: Callable[[], Any], repeat: int, budget: float) -> tuple[Timing, Any]:
+    """(timing, the first call's result): a warm-up call, then up to ``repeat``
+    samples while the ``budget`` (seconds, warm-up included) lasts."""
+    start = time.perf_counter()
+    result = fn()
+    first = time.perf_counter() - start
+    if first >= budget:
+        return Timing(first, 0, first, f"1 call only: the first took {first:.0f} s (budget {budget:g} s)"), result
+    batch = _batch_size(fn, first)
+    samples: list[float] = []
+    while len(samples) < repeat and (not samples or time.perf_counter() - start < budget):
+        t0 = time.perf_counter()
+        for _ in range(batch):
+            fn()
+        samples.append((time.perf_counter() - t0) / batch)
+    note = f"{len(samples)} of {repeat} samples (budget {budget:g} s)" if len(samples) < repeat else ""
+    return Timing(statistics.median(samples), len(samples), first, note), result
+
+
+def _batch_size(fn: Callable[[], Any], first: float) -> int:
+    """Calls per sample so that a sample lasts about MIN_SAMPLE seconds."""
+    if first >= MIN_SAMPLE:
+        return 1
+    t0 = time.perf_counter()
+    fn()
+    once = max(time.perf_counter() - t0, 1e-7)
+    return max(1, min(100_000, int(MIN_SAMPLE / once) + 1))
+
+
+def seconds(t: float) -> str:
+    """A duration with a unit that suits it, three significant digits."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if t >= scale:
+            return f"{t / scale:.3g} {unit}"
+    return f"{t / 1e-9:.3g} ns"
