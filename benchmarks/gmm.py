@@ -16,7 +16,6 @@ from labrys.bench.suite import Instance, LabrysProgram, Unavailable, Workload
 from .frameworks import logsumexp, peers
 
 PROGRAM = Path(str(resources.files("labrys.adbench").joinpath("gmm.ks")))
-POINTS = {"quick": 10, "probe": 2}  # smaller sizes keep the first points of the file
 
 
 def lower_pairs(d: int) -> tuple[np.ndarray, np.ndarray]:
@@ -78,13 +77,14 @@ def gradient(alphas, means, icf, x, gamma, m):
     return d_alphas, d_means, np.concatenate([d_q, d_lower], axis=1)
 
 
-def make(file: str):
+def make(file: str, points: dict[str, int]):
+    """The workload of one data file; smaller sizes keep its first ``points[size]`` points."""
     def instance(data: Path, size: str) -> Instance:
         path = data / "gmm" / "1k" / file
         if not path.exists():
             raise Unavailable(f"no data file {path} (ADBench's data belongs in shared/data/adbench beside the clone)")
         g = read_gmm(path)
-        g.x = g.x[:POINTS.get(size, len(g.x))]
+        g.x = g.x[:points.get(size, len(g.x))]
         args = (g.alphas, g.means, g.icf, g.x, g.gamma, g.m)
         k, d = g.means.shape
         program = LabrysProgram(PROGRAM, "gmm_objective", g.arguments(), pick=lambda grad: grad[1:4])
@@ -94,6 +94,6 @@ def make(file: str):
 
 
 WORKLOADS = [
-    Workload("gmm_d10_K25", "ADBench GMM, d = 10, K = 25", make("gmm_d10_K25.txt"), ("adbench", "gmm")),
-    Workload("gmm_d64_K10", "ADBench GMM, d = 64, K = 10", make("gmm_d64_K10.txt"), ("adbench", "gmm")),
+    Workload("gmm_d10_K25", "ADBench GMM, d = 10, K = 25", make("gmm_d10_K25.txt", {"quick": 10, "probe": 2}), ("adbench", "gmm")),
+    Workload("gmm_d64_K10", "ADBench GMM, d = 64, K = 10", make("gmm_d64_K10.txt", {"quick": 2, "probe": 1}), ("adbench", "gmm")),
 ]
