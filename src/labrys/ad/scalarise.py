@@ -139,14 +139,17 @@ class _Scalarise:
                           e.span)
 
     def sum_of(self, n: ir.Expr, i: str, term: ir.Expr, t: Type) -> ir.Expr:
-        """Σ_{i < n} term, a left fold of additions (0.0 first for a Float, else term(0))."""
+        """Σ_{i < n} term, a left fold of additions: from 0 for a number, else from
+        term(0), which needs n > 0 (an empty sum of vectors has no shape to be zero in)."""
         acc = self.fresh("acc")
-        if t == FLOAT:
+        if t in (FLOAT, INTEGER):
             body = let(i, get(2, 2, V(acc)), C("add", get(1, 2, V(acc)), term))
-            return C("ifold", n, lam(acc, TTuple((t, INTEGER)), body), ir.Const(0.0, FLOAT))
+            return C("ifold", n, lam(acc, TTuple((t, INTEGER)), body), ir.Const(0.0 if t == FLOAT else 0, t))
         body = let(i, C("add", get(2, 2, V(acc)), ir.Const(1, INTEGER)), C("add", get(1, 2, V(acc)), term))
         first = let(i, ir.Const(0, INTEGER), term)
-        return C("ifold", C("sub", n, ir.Const(1, INTEGER)), lam(acc, TTuple((t, INTEGER)), body), first)
+        k = self.fresh("n")
+        return let(k, n, ir.Assert(C("gt", V(k), ir.Const(0, INTEGER)), C(
+            "ifold", C("sub", V(k), ir.Const(1, INTEGER)), lam(acc, TTuple((t, INTEGER)), body), first)))
 
 
 def _is_vec(t: Type) -> bool:
