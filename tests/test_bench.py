@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import labrys
+
 from labrys.bench.labrys_side import available_backends, gradient, load_module, reverse_derivations
 from labrys.bench.report import markdown
 from labrys.bench.run import Options, run_workload
@@ -71,11 +73,22 @@ def test_missing_peers_and_unavailable_workloads_are_reported_not_raised(tmp_pat
 
 
 def test_slow_labrys_cells_are_estimated_not_run():
-    result = run_workload(WORKLOADS["dot"], Options(repeat=1, budget=1e-9, peers=["NumPy"], **QUIET))
+    result = run_workload(WORKLOADS["dot"], Options(repeat=1, budget=1e-9, limit=600, peers=["NumPy"], **QUIET))
     labrys = [r for r in result.rows if r.labrys]
     assert labrys and all(r.objective.estimated and r.gradient.estimated and r.values == [None, None]
                           for r in labrys)
     assert "(est.)" in markdown([result], Options(), "test")
+
+
+def test_a_runaway_labrys_call_is_interrupted_and_labrys_still_works(tmp_path):
+    ks = tmp_path / "slow.ks"
+    ks.write_text("(def slow Float (x : Float) (sumbuild 100000000 (lam (i : Integer) (mul x (to_float i)))))")
+    workload = Workload("slow", "slow", lambda data, size: Instance("x = 1", LabrysProgram(ks, "slow", (1.0,)), {}))
+    result = run_workload(workload, Options(repeat=1, budget=0.05, quick=True, derivations=["rev"], **QUIET))
+    row = result.rows[0]
+    assert row.objective.interrupted and row.gradient.interrupted and "interrupted" in row.note
+    assert "> 100 ms" in markdown([result], Options(), "test")
+    assert labrys.load("(def twice Float (x : Float) (mul x 2.0))").twice(3.0) == 6.0
 
 
 def test_timing_bookkeeping():
@@ -137,8 +150,8 @@ def test_rotate_jacobian_by_hand_matches_finite_differences():
                                       pytest.param("gmm_d10_K25", marks=needs_data),
                                       pytest.param("lstm_l2_c1024", marks=needs_data)])
 def test_numpy_peer_agrees_with_labrys(workload):
-    once = Options(repeat=1, budget=1e-9, quick=True, peers=["NumPy"], **QUIET)  # quick: no estimates; one call a cell
-    result = run_workload(WORKLOADS[workload], once)
+    options = Options(repeat=1, quick=True, peers=["NumPy"], derivations=["rev"], **QUIET)
+    result = run_workload(WORKLOADS[workload], options)
     assert result.rows and not any(r.wrong or r.status for r in result.rows)
     assert all(r.diff is not None for r in result.rows)
 

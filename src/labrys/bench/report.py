@@ -9,7 +9,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-from .run import TOLERANCE, Options, Result, Row
+from .run import LIMIT, TOLERANCE, Options, Result, Row
 from .timing import Timing, seconds
 
 PACKAGES = ("labrys", "numpy", "jax", "jaxlib", "torch", "autograd", "matplotlib")
@@ -62,12 +62,16 @@ def _commit() -> str:
 def cell(t: Timing | None) -> str:
     if t is None:
         return "—"
+    if t.interrupted:
+        return f"> {seconds(t.median)}"
     return f"≈ {seconds(t.median)} (est.)" if t.estimated else seconds(t.median)
 
 
 def _ratio(row: Row) -> str:
     r = row.ratio
     if r is None:
+        return "—"
+    if row.gradient.interrupted or row.objective.interrupted:
         return "—"
     return f"≈ {r:.2g}" if row.gradient.estimated or row.objective.estimated else f"{r:.3g}"
 
@@ -119,7 +123,7 @@ def targets(results: list[Result]) -> list[str]:
             return
         mine, theirs = getattr(row, what), getattr(other, other_what or what)
         ratio = mine.median / theirs.median
-        approx = "≈ " if mine.estimated or theirs.estimated else ""
+        approx = "> " if mine.interrupted else "≈ " if mine.estimated or theirs.estimated else ""
         verdict = "met" if ratio <= limit else f"missed by {ratio / limit:.2g}×"
         lines.append(f"| {target} | {result.workload.name} | {row.name}: {cell(mine)} | {other.name}: "
                      f"{cell(theirs)} | {approx}{ratio:.3g} | {verdict} |")
@@ -168,7 +172,8 @@ def markdown(results: list[Result], options: Options, command: str) -> str:
         f"process (calls of microseconds are timed in batches). Each cell (one implementation's objective "
         f"or gradient) has a budget of {options.budget:g} s: it stops sampling when the budget is spent, and "
         f"a labrys cell whose call is estimated (from runs at two smaller sizes) to exceed the budget is not run "
-        f"and shows the estimate, marked ≈ … (est.). *Compile* is the one-off cost: setup (labrys: load, "
+        f"and shows the estimate, marked ≈ … (est.); a labrys cell still running after {LIMIT:g}× the budget is "
+        f"interrupted and shows > that time. *Compile* is the one-off cost: setup (labrys: load, "
         f"type-check, derive; JAX: tracing) plus what each first call took beyond a later one. *Max rel. diff* "
         f"is max |a − b| / max |b| over the objective and the gradient, against the first row that has them; "
         f"✗ marks a difference above {TOLERANCE:g}. labrys's reverse derivative returns the cotangent of every "
@@ -203,13 +208,14 @@ def charts(results: list[Result], out: Path) -> list[Path]:
             for i, r in enumerate(rows):
                 t = getattr(r, what)
                 if t is not None:
-                    ax.barh(i + (k - 0.5) * 0.4, t.median, 0.4, color=colour, hatch="//" if t.estimated else None,
-                            alpha=0.5 if t.estimated else 1.0, label=label)
+                    guess = t.estimated or t.interrupted
+                    ax.barh(i + (k - 0.5) * 0.4, t.median, 0.4, color=colour, hatch="//" if guess else None,
+                            alpha=0.5 if guess else 1.0, label=label)
                     label = None
         ax.set_yticks(range(len(rows)), [r.name for r in rows])
         ax.invert_yaxis()
         ax.set_xscale("log")
-        ax.set_xlabel("seconds per call (log scale; hatched: estimated, not run)")
+        ax.set_xlabel("seconds per call (log scale; hatched: not run, estimated or interrupted)")
         ax.set_title(f"{result.workload.title} ({result.instance.size})", fontsize=10)
         ax.legend(loc="lower right")
         fig.tight_layout()

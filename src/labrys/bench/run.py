@@ -11,15 +11,17 @@ from typing import Any, Callable
 from ..errors import LabrysError
 from . import labrys_side
 from .suite import Impl, Instance, Unavailable, Workload, data_folder, relative_difference
-from .timing import Timing, probe as probe_call, seconds, time_calls
+from .timing import CellTimeout, Timing, probe as probe_call, seconds, time_calls, with_time_limit
 
 TOLERANCE = 1e-6  # a larger relative difference from the reference marks the row as wrong
+LIMIT = 2.0       # a labrys cell is interrupted after LIMIT × its budget
 
 
 @dataclass
 class Options:
     repeat: int = 5
-    budget: float = 30.0                 # seconds per cell (one implementation's objective, or gradient)
+    budget: float = 60.0                 # seconds per cell (one implementation's objective, or gradient)
+    limit: float | None = None           # seconds after which a labrys cell is interrupted (LIMIT × budget)
     quick: bool = False
     backends: list[str] | None = None    # None: every available backend
     peers: list[str] | None = None       # None: every peer of the workload
@@ -136,7 +138,19 @@ def _labrys(instance: Instance, probes: tuple[Instance, Instance] | None, option
 def _labrys_cell(row: Row, what: str, prepare: Callable[[Any], Callable[[], Any]], instance: Instance,
                  probes: tuple[Instance, Instance] | None, options: Options) -> None:
     """Prepare (load, derive: compile time), estimate the call from the probes, then time it
-    unless the estimate exceeds the budget (the cell then shows the estimate)."""
+    unless the estimate exceeds the budget (the cell then shows the estimate).  All of it
+    is stopped at the time limit."""
+    limit = options.limit or LIMIT * options.budget
+    try:
+        with_time_limit(lambda: _prepare_and_time(row, what, prepare, instance, probes, options), limit)
+    except CellTimeout:
+        setattr(row, what, Timing(limit, 0, limit, interrupted=True))
+        row.note = "; ".join(filter(None, [row.note, f"{what} interrupted after {limit:g} s"]))
+        options.progress(f"  {row.name} {what}: interrupted after {limit:g} s")
+
+
+def _prepare_and_time(row: Row, what: str, prepare: Callable[[Any], Callable[[], Any]], instance: Instance,
+                      probes: tuple[Instance, Instance] | None, options: Options) -> None:
     start = time.perf_counter()
     fn = prepare(instance.labrys)
     row.compile += time.perf_counter() - start
