@@ -300,3 +300,16 @@ def test_sweep_computes_the_denotation(case, x):
     deltas.eval_into(x, result, adj)
     deltas.sweep(tape, adj)
     assert adj[1:tape.first] == pytest.approx(x * denotation(result, coeff), rel=1e-9, abs=1e-9)
+
+
+def test_adbench_takes_every_reverse_derivation_and_refuses_forward():
+    data = ROOT.parent / "shared" / "data" / "adbench" / "gmm" / "test.txt"
+    if not data.exists():
+        pytest.skip("ADBench data not beside the repository")
+    from labrys.adbench import run_gmm
+    ref = run_gmm(data, "rev").gradient
+    for alg in REVERSE:
+        assert run_gmm(data, alg).gradient == pytest.approx(ref, rel=1e-10, abs=1e-12)
+    out = subprocess.run([sys.executable, "-m", "labrys", "adbench", "gmm", str(data), "--deriv", "dualfwd"],
+                         capture_output=True, text=True)
+    assert out.returncode != 0 and "needs a reverse derivation" in out.stderr and "Traceback" not in out.stderr
