@@ -144,14 +144,15 @@ def family_cells(rows):
             yield row.function, alg, row.cells.get(alg)
 
 
-def test_higher_order_programs_agree_with_finite_differences():
-    rows = verify(labrys.load(ROOT / "tests" / "corpus" / "dual" / "higher_order.ks"))
+@pytest.mark.parametrize("path", sorted((ROOT / "tests" / "corpus" / "dual").glob("*.ks")), ids=lambda p: p.stem)
+def test_corpus_agrees_with_finite_differences(path):
+    rows = verify(labrys.load(path))
     checked = 0
     for fn, alg, cell in family_cells(rows):
         if cell is not None and cell.ok is not None:
             assert cell.ok, f"{fn} {alg}: {cell.text()}"
             checked += 1
-    assert checked >= 60
+    assert checked >= 50
 
 
 @pytest.mark.parametrize("example", ["vectors", "fold", "recursion", "tensor", "sums", "lets"])
