@@ -241,6 +241,9 @@ def output_parts(y: Any, dt: Any, t: Type) -> list[tuple[Any, float]]:
 
 
 # --- primitives -------------------------------------------------------------
+# None of these is differentiated: the ones whose results hold reals have no
+# derivative rule, so an AD pass that meets them says so instead of treating
+# them as constants.
 
 primitive("Zero", lambda t: DELTA if t == UNIT else None, lambda t: lambda _: ZERO,
           "The Delta of a constant (seed 004 Fig. 7).", nondiff=True)
@@ -268,14 +271,14 @@ def _otimes_cost(result: Any, arg: Any) -> int:
 
 
 primitive("zeroS", lambda t: VEC if t == UNIT else None, lambda t: lambda _: np.zeros(0),
-          "deltarev1's zero cotangent (the empty vector stands for 0 of every size).", nondiff=True)
+          "deltarev1's zero cotangent (the empty vector stands for 0 of every size).")
 primitive("oplus", lambda t: VEC if args_of(t, 2) == (VEC, VEC) else None, lambda t: spread(_oplus),
           "(oplus a b): deltarev1's ⊕ on the input's cotangent, a flat vector (seed 004 §5).",
-          cost=_otimes_cost, nondiff=True)
+          cost=_otimes_cost)
 primitive("otimes", lambda t: VEC if args_of(t, 2) == (FLOAT, VEC) else None,
           lambda t: spread(lambda r, a: r * a),
           "(otimes r a): deltarev1's ⊗, the cotangent a scaled by r (seed 004 §5).",
-          cost=_otimes_cost, nondiff=True)
+          cost=_otimes_cost)
 
 
 def _first_order(t: Type) -> bool:
@@ -328,7 +331,7 @@ for _name, _image, _impl in (("deltaInputs", DUAL_IMAGES["delta"], _delta_inputs
                              ("delta2Inputs", DUAL_IMAGES["delta2"], _delta2_inputs),
                              ("delta1Inputs", DUAL_IMAGES["delta1"], _delta1_inputs)):
     primitive(_name, _inputs(_image), _impl, f"({_name} x): the wrapper's dual-number input for x "
-              "(seed 004 Fig. 15 initVars).", nondiff=True)
+              "(seed 004 Fig. 15 initVars).")
 
 
 def _gradient_type(image: Type) -> Callable[[Type], Type | None]:
@@ -403,7 +406,7 @@ for _name, _image, _impl in (("deltaGradient", DUAL_IMAGES["delta"], _delta_grad
                              ("delta1Gradient", DUAL_IMAGES["delta1"], _delta1_gradient)):
     primitive(_name, _gradient_type(_image), _impl,
               f"({_name} x y dt): the gradient at x from the dual-number output y and its cotangent dt "
-              "(seed 004 Fig. 15).", nondiff=True)
+              "(seed 004 Fig. 15).")
 
 
 def _dual_zip(t: Type) -> Callable[[Any], Any]:
@@ -425,4 +428,4 @@ def _reals_of(v: Any, t: Type) -> list[float]:
 primitive("dualZip", lambda t: dual_type(args_of(t, 2)[0], FLOAT)
           if args_of(t, 2) and _first_order(args_of(t, 2)[0]) and args_of(t, 2)[1] == tangent_type(args_of(t, 2)[0])
           else None, _dual_zip, "(dualZip x dx): dualfwd's input, each real of x paired with its tangent "
-          "(seed 004 Fig. 15 zip_S).", nondiff=True)
+          "(seed 004 Fig. 15 zip_S).")
