@@ -24,6 +24,7 @@ from labrys.verify import verify
 from strategies import ALL_FEATURES, NONSMOOTH, programs
 from test_knossos_ad import _check_random_program
 
+
 ROOT = Path(__file__).resolve().parent.parent
 REVERSE = ["deltarev1", "deltarev2", "deltarev"]
 FAMILY = ["dualfwd", *REVERSE]
@@ -204,6 +205,25 @@ def test_hand_written_derivative_with_tuples(alg):
     else:
         got = m.derive(alg, "f")((r, a), 1.0)
     assert got == pytest.approx(want, rel=1e-12)
+
+
+RANDOM = settings(max_examples=int(os.environ.get("LABRYS_EXAMPLES", 40)), deadline=None,
+                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+@RANDOM
+@given(gen=programs({"core", "vectors"}, exclude=NONSMOOTH | {"map"}, result="float"), data=st.data())
+def test_random_first_order_programs_every_algorithm(gen, data):
+    """Knossos rev/fwd and the four of seed 004 on the first-order core: each reverse
+    derivation vs finite differences and the dot-product test against each forward one."""
+    _check_random_program(gen, data, revs=("rev", *REVERSE), fwds=("fwd", "dualfwd"))
+
+
+@RANDOM
+@given(gen=programs(ALL_FEATURES, exclude=NONSMOOTH, result="float"), data=st.data())
+def test_random_higher_order_programs(gen, data):
+    """The whole language (closures, sums, recursion, map): only seed 004's algorithms take it."""
+    _check_random_program(gen, data, revs=tuple(REVERSE), fwds=("dualfwd",))
 
 
 # --- access: gdef, API, CLI -----------------------------------------------------------------
