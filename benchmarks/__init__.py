@@ -1,4 +1,4 @@
 """labrys's benchmark suite: `labrys bench` runs these workloads (see README.md here)."""
-from . import gmm, lstm, table1
+from . import ba, gmm, lstm, table1
 
-WORKLOADS = table1.WORKLOADS + gmm.WORKLOADS + lstm.WORKLOADS
+WORKLOADS = table1.WORKLOADS + gmm.WORKLOADS + ba.WORKLOADS + lstm.WORKLOADS

@@ -50,7 +50,8 @@ def torch_namespace() -> SimpleNamespace:
     """The part of NumPy's namespace the objectives use, from PyTorch."""
     import torch
 
-    names = ["exp", "log", "sum", "einsum", "zeros_like", "squeeze", "stack", "tanh"]
+    names = ["exp", "log", "sum", "einsum", "zeros_like", "squeeze", "stack", "tanh", "sqrt", "where", "cos", "sin",
+             "reshape"]
     return SimpleNamespace(**{n: getattr(torch, n) for n in names}, max=torch.amax, concatenate=torch.cat)
 
 

@@ -47,6 +47,8 @@ def objective(module: Module, program: LabrysProgram) -> Callable[[], Any]:
 def gradient(module: Module, program: LabrysProgram, derivation: str, pick: Callable[[Any], Any]) -> Callable[[], Any]:
     """One reverse pass per cotangent of ``program`` (a gradient, or a Jacobian's rows).
     Deriving happens here, so a derivation that rejects the program raises now."""
+    if program.derivative is not None:
+        return program.derivative(module, derivation, pick)
     back = module.derive(derivation, program.function)
     args = program.args[0] if len(program.args) == 1 else program.args
 

@@ -202,7 +202,7 @@ def charts(results: list[Result], out: Path) -> list[Path]:
         rows = [r for r in result.rows if r.objective or r.gradient]
         if not rows:
             continue
-        fig, ax = plt.subplots(figsize=(8, 0.5 * len(rows) + 1.5))
+        fig, ax = plt.subplots(figsize=(9, 0.5 * len(rows) + 1.5))
         for k, (what, colour) in enumerate((("objective", "tab:blue"), ("gradient", "tab:orange"))):
             label = what
             for i, r in enumerate(rows):
@@ -216,8 +216,8 @@ def charts(results: list[Result], out: Path) -> list[Path]:
         ax.invert_yaxis()
         ax.set_xscale("log")
         ax.set_xlabel("seconds per call (log scale; hatched: not run, estimated or interrupted)")
-        ax.set_title(f"{result.workload.title} ({result.instance.size})", fontsize=10)
-        ax.legend(loc="lower right")
+        ax.set_title(f"{result.workload.name}: {result.instance.size}", fontsize=10)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
         fig.tight_layout()
         path = out / f"{result.workload.name}.png"
         fig.savefig(path, dpi=100)

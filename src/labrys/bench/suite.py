@@ -43,6 +43,8 @@ class LabrysProgram:
     args: tuple
     pick: Callable[[Any], Any] = lambda g: g  # the differentiated parts of [rev f]'s result, in the peers' order
     cotangents: tuple = (1.0,)                # one reverse pass each: (1.0,) for a Float result
+    # instead of reverse passes of `function`: derivative(module, derivation, pick) -> a call computing it
+    derivative: Callable[[Any, str, Callable], Callable[[], Any]] | None = None
 
 
 @dataclass
