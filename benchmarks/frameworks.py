@@ -9,6 +9,7 @@ ImportError, which the harness reports as "not installed".
 """
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 from typing import Any, Callable
 
@@ -60,6 +61,8 @@ def torch_impl(objective: Objective, args: tuple, wrt: tuple[int, ...], jacobian
     ``torch.autograd.grad`` (the Jacobian by ``torch.autograd.functional.jacobian``)."""
     import torch
 
+    if os.environ.get("LABRYS_BENCH_THREADS"):
+        torch.set_num_threads(int(os.environ["LABRYS_BENCH_THREADS"]))
     xp = torch_namespace()
     xs = _arrays(args, wrt, lambda a: torch.as_tensor(np.asarray(a)))
 

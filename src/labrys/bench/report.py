@@ -69,20 +69,20 @@ def cell(t: Timing | None) -> str:
 
 def _ratio(row: Row) -> str:
     r = row.ratio
-    if r is None:
+    if r is None or row.gradient.interrupted or row.objective.interrupted:
         return "—"
-    if row.gradient.interrupted or row.objective.interrupted:
-        return "—"
-    return f"≈ {r:.2g}" if row.gradient.estimated or row.objective.estimated else f"{r:.3g}"
+    return f"≈ {r:.2g}" if row.gradient.estimated or row.objective.estimated else _factor(r)
 
 
-def _diff(row: Row) -> str:
+def _diff(row: Row, result: Result) -> str:
     if row.diff is None:
         return "—"
     text = f"{row.diff:.1e}" if row.diff else "0"
     if row.wrong:
-        return f"✗ {text}"
-    return f"{text} (ref.)" if row.reference and not row.diff else text
+        text = f"✗ {text}"
+    elif row.reference and not row.diff:
+        text += " (ref.)"
+    return text + " (objective only)" if row.values[1] is None and result.references[1] else text
 
 
 def workload_table(result: Result) -> list[str]:
@@ -97,14 +97,28 @@ def workload_table(result: Result) -> list[str]:
     for row in result.rows:
         note = row.status or row.note
         lines.append(f"| {row.name} | {cell(row.objective)} | {cell(row.gradient)} | {_ratio(row)} | "
-                     f"{seconds(row.compile) if row.compile is not None else '—'} | {_diff(row)} | {note} |")
+                     f"{seconds(row.compile) if row.compile is not None else '—'} | {_diff(row, result)} | {note} |")
     return lines + [""]
 
 
-def _best(result: Result, what: str, labrys: bool, backend: str | None = None) -> Row | None:
-    rows = [r for r in result.rows if r.labrys == labrys and getattr(r, what) is not None and not r.status
-            and (backend is None or r.name.endswith(f"({backend})"))]
-    return min(rows, key=lambda r: getattr(r, what).median, default=None)
+def _best(result: Result, what: str, backend: str | None = None) -> Row | None:
+    """The fastest labrys row for ``what``, measured rows before estimated ones."""
+    rows = [r for r in result.rows if r.labrys and getattr(r, what) is not None and not r.status
+            and (backend is None or r.backend == backend)]
+
+    def key(r: Row) -> tuple:
+        t = getattr(r, what)
+        return t.estimated or t.interrupted, t.median
+    return min(rows, key=key, default=None)
+
+
+def _factor(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
+def _label(row: Row, what: str) -> str:
+    """A row's name; a labrys objective belongs to the backend, not to a derivation."""
+    return f"labrys ({row.backend})" if what == "objective" and row.labrys else row.name
 
 
 def _peer(result: Result, name: str) -> Row | None:
@@ -124,20 +138,21 @@ def targets(results: list[Result]) -> list[str]:
         mine, theirs = getattr(row, what), getattr(other, other_what or what)
         ratio = mine.median / theirs.median
         approx = "> " if mine.interrupted else "≈ " if mine.estimated or theirs.estimated else ""
-        verdict = "met" if ratio <= limit else f"missed by {ratio / limit:.2g}×"
-        lines.append(f"| {target} | {result.workload.name} | {row.name}: {cell(mine)} | {other.name}: "
-                     f"{cell(theirs)} | {approx}{ratio:.3g} | {verdict} |")
+        verdict = "met" if ratio <= limit else f"missed by {_factor(ratio / limit)}×"
+        lines.append(f"| {target} | {result.workload.name} | {_label(row, what)}: {cell(mine)} | "
+                     f"{_label(other, other_what or what)}: "
+                     f"{cell(theirs)} | {approx}{_factor(ratio)} | {verdict} |")
 
     for result in results:
         if result.instance is None:
             continue
-        compiled = _best(result, "objective", True, "compiled")
-        line("objective ≤ 2× NumPy (compiled backend)", result, compiled or _best(result, "objective", True),
+        compiled = _best(result, "objective", "compiled")
+        line("objective ≤ 2× NumPy (compiled backend)", result, compiled or _best(result, "objective"),
              "objective", _peer(result, "NumPy"), 2.0)
     for result in results:
         if result.instance is None or not {"gmm", "lstm"} & set(result.workload.groups):
             continue
-        best = _best(result, "gradient", True)
+        best = _best(result, "gradient")
         line("gradient / objective ≤ 4", result, best, "gradient", best, 4.0, "objective")
         if result.workload.name in ("gmm_d10_K25", "lstm_l2_c1024"):
             for peer in ("JAX (jit)", "PyTorch"):
@@ -157,11 +172,20 @@ def table1_per_unit(results: list[Result]) -> list[str]:
 
         def per(row: Row | None) -> str:
             return seconds(row.gradient.median / n) if row and row.gradient else "—"
-        best = _best(r, "gradient", True)
+        best = _best(r, "gradient")
         lines.append(f"| {r.workload.name} | {unit} | {r.workload.paper['TH']} µs | {r.workload.paper['ad']} µs | "
                      f"{per(best)} ({best.name if best else '—'}) | {per(_peer(r, 'JAX (jit)'))} | "
                      f"{per(_peer(r, 'PyTorch'))} |")
     return lines
+
+
+def _threads(options: Options) -> str:
+    if options.threads <= 0:
+        return "The peers use their frameworks' default threads."
+    return (f"The peers run on {options.threads} thread{'s' * (options.threads != 1)} (PyTorch's "
+            f"set_num_threads, XLA's Eigen pool), as labrys and seed 001's Table 1 do (`--threads 0` for "
+            f"the frameworks' defaults; on this shared 2-core machine PyTorch's two OpenMP threads made "
+            f"GMM 20× slower, JAX's made it about 2× faster).")
 
 
 def markdown(results: list[Result], options: Options, command: str) -> str:
@@ -178,7 +202,7 @@ def markdown(results: list[Result], options: Options, command: str) -> str:
         f"is max |a − b| / max |b| over the objective and the gradient, against the first row that has them; "
         f"✗ marks a difference above {TOLERANCE:g}. labrys's reverse derivative returns the cotangent of every "
         f"argument (the GMM data points and the LSTM state too); the peers differentiate only what ADBench asks "
-        f"for.", "", "## Issue 6 targets", ""] + targets(results) + [""]
+        f"for. {_threads(options)}", "", "## Issue 6 targets", ""] + targets(results) + [""]
     per_unit = table1_per_unit(results)
     if per_unit:
         lines += ["## Table 1 of seed 001, per unit of n", "",

@@ -2,6 +2,7 @@
 and every result compared with a reference."""
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -27,13 +28,15 @@ class Options:
     peers: list[str] | None = None       # None: every peer of the workload
     derivations: list[str] | None = None  # None: every reverse derivation
     data: Path | None = None
+    threads: int = 1                     # threads for the peers (0: each framework's default)
     progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)
 
 
 @dataclass
 class Row:
-    name: str                    # "numpy", "jax", "labrys rev (interp)"
+    name: str                    # "NumPy", "JAX (jit)", "labrys rev (interp)"
     labrys: bool = False
+    backend: str = ""            # labrys rows: the backend (the objective's owner)
     objective: Timing | None = None
     gradient: Timing | None = None
     compile: float | None = None  # setup (load, derive, trace) + the first calls' overhead
@@ -64,7 +67,18 @@ class Result:
 
 
 def run(workloads: list[Workload], options: Options) -> list[Result]:
+    limit_threads(options.threads)
     return [run_workload(w, options) for w in workloads]
+
+
+def limit_threads(threads: int) -> None:
+    """Ask the peers for ``threads`` threads (labrys uses one).  PyTorch reads
+    $LABRYS_BENCH_THREADS (frameworks.py); XLA takes flags before JAX is imported."""
+    if threads <= 0:
+        return
+    os.environ["LABRYS_BENCH_THREADS"] = str(threads)
+    if threads == 1 and "jax" not in sys.modules and "XLA_FLAGS" not in os.environ:
+        os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 
 
 def run_workload(workload: Workload, options: Options) -> Result:
@@ -110,7 +124,7 @@ def _labrys(instance: Instance, probes: tuple[Instance, Instance] | None, option
     derivations = [(d, pick) for d, pick in labrys_side.reverse_derivations()
                    if options.derivations is None or d in options.derivations]
     for backend in options.backends or labrys_side.available_backends():
-        shared = Row(f"labrys ({backend})", labrys=True)
+        shared = Row(f"labrys ({backend})", labrys=True, backend=backend)
         start = time.perf_counter()
         try:
             module = labrys_side.load_module(instance.labrys, backend)
@@ -121,7 +135,7 @@ def _labrys(instance: Instance, probes: tuple[Instance, Instance] | None, option
         shared.compile = time.perf_counter() - start
         _labrys_cell(shared, "objective", lambda p: labrys_side.objective(module, p), instance, probes, options)
         for derivation, pick in derivations:
-            row = Row(f"labrys {derivation} ({backend})", labrys=True, objective=shared.objective,
+            row = Row(f"labrys {derivation} ({backend})", labrys=True, backend=backend, objective=shared.objective,
                       compile=shared.compile, status=shared.status, note=shared.note,
                       values=[shared.values[0], None])
             rows.append(row)

@@ -84,6 +84,8 @@ def _batch_size(fn: Callable[[], Any], first: float) -> int:
 
 def seconds(t: float) -> str:
     """A duration with a unit that suits it, three significant digits."""
+    if t >= 1000:
+        return f"{t:,.0f} s"
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
         if t >= scale:
             return f"{t / scale:.3g} {unit}"

@@ -179,7 +179,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.repeat < 1 or args.budget <= 0:
         raise LabrysError("--repeat takes a positive whole number and --budget a positive number of seconds")
     options = Options(repeat=args.repeat, budget=args.budget, quick=args.quick, backends=args.backend,
-                      peers=args.peer, derivations=args.deriv, data=args.data)
+                      peers=args.peer, derivations=args.deriv, data=args.data, threads=args.threads)
     command = "labrys bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else "labrys bench"
     results, written = bench(args.workloads, options, args.out, args.suite, command.strip())
     for path in written:
@@ -282,6 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
     bch.add_argument("--peer", action="append", metavar="NAME",
                      help="peer to run: NumPy, 'JAX (jit)', PyTorch, autograd (repeatable; default: all)")
     bch.add_argument("--quick", action="store_true", help="small sizes: the whole run takes seconds")
+    bch.add_argument("--threads", type=int, default=1,
+                     help="threads for PyTorch and JAX (default 1, like labrys; 0: their own defaults)")
     bch.add_argument("--out", metavar="DIR", help="where results.md and the charts go (default benchmarks/results)")
     bch.add_argument("--data", metavar="DIR", help="ADBench data (default ../shared/data/adbench, or "
                                                     "$LABRYS_ADBENCH_DATA)")
