@@ -348,3 +348,24 @@ def test_adbench_takes_every_reverse_derivation_and_refuses_forward():
     out = subprocess.run([sys.executable, "-m", "labrys", "adbench", "gmm", str(data), "--deriv", "dualfwd"],
                          capture_output=True, text=True)
     assert out.returncode != 0 and "needs a reverse derivation" in out.stderr and "Traceback" not in out.stderr
+
+
+EDEF = """
+(edef g Float (Float))
+(def [rev g] Float ((x : Float) (d : Float)) (mul d (cos x)))
+(def [fwd g] Float ((x : Float) (d : Float)) (mul d (cos x)))
+(edef h Float (Float))
+(def f Float (x : Float) (mul x (g x)))
+(def k Float (x : Float) (h x))
+"""
+
+
+def test_edef_with_hand_written_derivatives():
+    m = labrys.load(EDEF)
+    m.implement("g", math.sin)
+    want = math.sin(1.0) + math.cos(1.0)
+    for alg in REVERSE:
+        assert m.derive(alg, "f")(1.0, 1.0) == pytest.approx(want, rel=1e-15)
+    assert m.derive("dualfwd", "f")(1.0, 1.0) == pytest.approx(want, rel=1e-15)
+    with pytest.raises(labrys.LabrysError, match=r"cannot derive h: .*\(def \[rev h\]"):
+        m.derive("deltarev", "k")
