@@ -3,6 +3,7 @@ objective and its derivative through any reverse derivation, and ADBench's
 output files.  ``labrys adbench gmm FILE --deriv rev``."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -12,7 +13,7 @@ import numpy as np
 from ..api import Module, load
 from ..errors import LabrysError
 
-PROBLEMS = ("gmm", "lstm", "ba")
+PROBLEMS = ("gmm", "lstm", "ba", "hand")
 
 
 @dataclass
@@ -53,6 +54,14 @@ def read_gmm(path: str | Path) -> GmmInput:
                                    lambda d, k, n: [k, k * d, k * d * (d + 1) // 2, n * d, 2])
     return GmmInput(parts[0], parts[1].reshape(k, d), parts[2].reshape(k, -1), parts[3].reshape(n, d),
                     float(parts[4][0]), int(parts[4][1]))
+
+
+def timed(seconds: dict[str, float], name: str, fn, *args):
+    """``fn(*args)``, recording its wall-clock time as ``seconds[name]``."""
+    clock = time.perf_counter()
+    value = fn(*args)
+    seconds[name] = time.perf_counter() - clock
+    return value
 
 
 def program(problem: str) -> Module:
@@ -159,8 +168,13 @@ def _directional_check(at, gradient: np.ndarray, seed: int, h: float = 1e-6) -> 
     return abs(fd - ad) / max(abs(fd), abs(ad), 1e-12)
 
 
-from .ba import read_ba, run_ba  # noqa: E402  (ba.py uses the helpers above)
+from .ba import read_ba, run_ba  # noqa: E402  (ba.py and hand.py use the helpers above)
+from .hand import read_hand, run_hand  # noqa: E402
 
-RUNNERS = {"gmm": lambda path, deriv: run_gmm(path, deriv), "lstm": lambda path, deriv: run_lstm(path, deriv),
-           "ba": run_ba}
-__all__ = ["read_ba", "read_gmm", "read_lstm", "run_ba", "run_gmm", "run_lstm", "write_outputs", "RUNNERS"]
+# problem -> (path, derivation or None for the problem's default) -> result
+RUNNERS = {"gmm": lambda path, deriv=None: run_gmm(path, deriv or "rev"),
+           "lstm": lambda path, deriv=None: run_lstm(path, deriv or "rev"),
+           "ba": lambda path, deriv=None: run_ba(path, deriv or "rev"),
+           "hand": lambda path, deriv=None: run_hand(path, deriv or "fwd")}
+__all__ = ["read_ba", "read_gmm", "read_hand", "read_lstm", "run_ba", "run_gmm", "run_hand", "run_lstm",
+           "write_outputs", "RUNNERS"]

@@ -4,7 +4,6 @@ own AD of the per-observation residual, a finite-difference check and
 ADBench's output files.  ``labrys adbench ba FILE --deriv rev``."""
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from ..api import Module
 from ..errors import LabrysError
 from ..util.deep import run_deep
 from ..verify import ALGORITHMS, Algorithm
-from . import output_paths, program, read_blocks
+from . import output_paths, program, read_blocks, timed
 
 CAM, POINT = 11, 3       # parameters of a camera, of a point
 BLOCK = CAM + POINT + 1  # stored entries of a reprojection row: camera, point, weight
@@ -229,13 +228,8 @@ class BaResult:
 def run_ba(path: str | Path, derivation: str = "rev") -> BaResult:
     data = read_ba(path)
     m = program("ba")
-    clock = time.perf_counter()
-    reprojection, weight = ba_residuals(m, data)
-    seconds = {"residuals": time.perf_counter() - clock}
-    clock = time.perf_counter()
-    jac = ba_jacobian(m, data, derivation)
-    seconds["jacobian"] = time.perf_counter() - clock
-    clock = time.perf_counter()
-    fd = fd_check(m, data, jac)
-    seconds["fd check"] = time.perf_counter() - clock
+    seconds: dict[str, float] = {}
+    reprojection, weight = timed(seconds, "residuals", ba_residuals, m, data)
+    jac = timed(seconds, "jacobian", ba_jacobian, m, data, derivation)
+    fd = timed(seconds, "fd check", fd_check, m, data, jac)
     return BaResult(reprojection, weight, jac, fd, derivation, seconds)

@@ -238,10 +238,12 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Read an ADBench data file, print the objective, its gradient or Jacobian "
                                      "(ADBench's layout) and a finite-difference check; --out writes ADBench's "
                                      "output files.")
-    adb.add_argument("problem", metavar="PROBLEM", choices=["gmm", "lstm", "ba"], help="gmm, lstm or ba")
+    adb.add_argument("problem", metavar="PROBLEM", choices=["gmm", "lstm", "ba", "hand"],
+                     help="gmm, lstm, ba or hand (the simple variant; the model is the folder 'model' beside DATAFILE)")
     adb.add_argument("datafile", metavar="DATAFILE")
-    adb.add_argument("--deriv", default="rev", metavar="NAME",
-                     help="derivation to use (default rev; gmm and lstm need a reverse one, ba also takes fwd, fwdt)")
+    adb.add_argument("--deriv", metavar="NAME",
+                     help="derivation to use: gmm and lstm take rev (the default); ba and hand take rev, fwd or "
+                          "fwdt (default rev for ba, fwd for hand)")
     adb.add_argument("--out", metavar="DIR", help="write <name>_F_labrys.txt and <name>_J_labrys.txt here")
     adb.set_defaults(handler=cmd_adbench)
 
