@@ -174,3 +174,11 @@ def test_example_copies_are_the_packaged_programs():
     for name in ("gmm", "lstm", "ba", "hand"):
         packaged = (root / "src" / "labrys" / "adbench" / f"{name}.ks").read_text()
         assert (root / "examples" / "adbench" / f"{name}.ks").read_text() == packaged, name
+
+
+@needs_data
+def test_a_gradient_needs_a_reverse_derivation():
+    from labrys import LabrysError
+    from labrys.adbench import RUNNERS
+    with pytest.raises(LabrysError, match="--deriv: this problem takes rev, not 'fwd'"):
+        RUNNERS["gmm"](DATA / "test.txt", "fwd")

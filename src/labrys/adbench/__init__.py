@@ -12,6 +12,7 @@ import numpy as np
 
 from ..api import Module, load
 from ..errors import LabrysError
+from ..verify import ALGORITHMS, Algorithm
 
 PROBLEMS = ("gmm", "lstm", "ba", "hand")
 
@@ -64,6 +65,16 @@ def timed(seconds: dict[str, float], name: str, fn, *args):
     return value
 
 
+def algorithm(derivation: str, kinds: tuple[str, ...] = ("fwd", "rev")) -> Algorithm:
+    """The calling convention of --deriv NAME: a Jacobian takes fwd- or rev-like
+    derivations, a gradient (kinds=("rev",)) only rev-like ones."""
+    known = [a for a in ALGORITHMS if a.kind in kinds]
+    for a in known:
+        if a.derivation == derivation:
+            return a
+    raise LabrysError(f"--deriv: this problem takes {', '.join(a.derivation for a in known)}, not '{derivation}'")
+
+
 def program(problem: str) -> Module:
     if problem not in PROBLEMS:
         raise LabrysError(f"unknown ADBench problem '{problem}'; available: {', '.join(PROBLEMS)}")
@@ -97,7 +108,7 @@ def run_gmm(path: str | Path, derivation: str = "rev", seed: int = 0) -> GmmResu
     m = program("gmm")
     args = data.arguments()
     objective = m.gmm_objective(*args)
-    back = m.derive(derivation, "gmm_objective")
+    back = m.derive(algorithm(derivation, ("rev",)).derivation, "gmm_objective")
     _, d_alphas, d_means, d_icf, _ = back(args, 1.0)
     gradient = np.concatenate([np.ravel(d_alphas), np.ravel(np.array(d_means)), np.ravel(np.array(d_icf))])
     sizes = np.cumsum([data.alphas.size, data.means.size])
@@ -149,7 +160,7 @@ def run_lstm(path: str | Path, derivation: str = "rev", seed: int = 0) -> GmmRes
     m = program("lstm")
     args = data.arguments()
     objective = m.lstm_objective(*args)
-    d_main, d_extra, _, _ = m.derive(derivation, "lstm_objective")(args, 1.0)
+    d_main, d_extra, _, _ = m.derive(algorithm(derivation, ("rev",)).derivation, "lstm_objective")(args, 1.0)
     gradient = np.concatenate([np.ravel(np.array(d_main)), np.ravel(np.array(d_extra))])
 
     def at(t: float, v: np.ndarray) -> float:

@@ -12,8 +12,7 @@ import numpy as np
 from ..api import Module
 from ..errors import LabrysError
 from ..util.deep import run_deep
-from ..verify import ALGORITHMS, Algorithm
-from . import output_paths, program, read_blocks, timed
+from . import algorithm, output_paths, program, read_blocks, timed
 
 CAM, POINT = 11, 3       # parameters of a camera, of a point
 BLOCK = CAM + POINT + 1  # stored entries of a reprojection row: camera, point, weight
@@ -90,14 +89,6 @@ def ba_sparsity(data: BaInput) -> tuple[np.ndarray, np.ndarray]:
     cols = np.concatenate([np.repeat(block, 2, axis=0).ravel(), weight_col])
     rows = np.concatenate([np.arange(0, 2 * BLOCK * p + 1, BLOCK), 2 * BLOCK * p + np.arange(1, p + 1)])
     return rows, cols
-
-
-def algorithm(derivation: str) -> Algorithm:
-    for a in ALGORITHMS:
-        if a.derivation == derivation:
-            return a
-    raise LabrysError(f"--deriv: a Jacobian needs one of {', '.join(a.derivation for a in ALGORITHMS)}, "
-                      f"not '{derivation}'")
 
 
 def ba_jacobian(module: Module, data: BaInput, derivation: str = "rev") -> SparseJacobian:

@@ -13,8 +13,7 @@ from ..api import Module
 from ..errors import LabrysError
 from ..util.deep import run_deep
 from ..values import from_python, to_python, zero_tangent_of
-from . import output_paths, program, read_blocks, timed
-from .ba import algorithm
+from . import algorithm, output_paths, program, read_blocks, timed
 
 
 @dataclass
