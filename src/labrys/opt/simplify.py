@@ -20,7 +20,7 @@ from ..ir.types import FLOAT, TTuple
 from ..prelude import lookup
 from ..util.deep import deep
 
-IMPURE = {"print", "pr", "$trace", "$check", "$BENCH"}
+IMPURE = {"print", "pr", "$trace", "$check", "$BENCH", "deltaLet"}  # deltaLet: Note [The monad as the tape]
 FOLDABLE = {"add", "sub", "mul", "div", "neg", "exp", "log", "sin", "cos", "sqrt", "tanh", "to_float",
             "eq", "ne", "lt", "gt", "lte", "gte", "and", "or", "not", "max", "min", "pow", "abs"}
 
