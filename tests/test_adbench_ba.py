@@ -107,8 +107,8 @@ def test_test_instance_residuals_and_jacobian_match_numpy():
 
 
 @needs_data
-@pytest.mark.parametrize("derivation", ["fwd", "fwdt"])
-def test_forward_derivations_give_the_same_jacobian(derivation):
+@pytest.mark.parametrize("derivation", ["fwd", "fwdt", "dualfwd", "deltarev"])
+def test_other_derivations_give_the_same_jacobian(derivation):
     rev, fwd = run_ba(DATA / "test.txt"), run_ba(DATA / "test.txt", derivation)
     assert fwd.jacobian.vals == pytest.approx(rev.jacobian.vals, rel=1e-12, abs=1e-12)
 

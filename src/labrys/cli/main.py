@@ -242,8 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="gmm, lstm, ba or hand (the simple variant; the model is the folder 'model' beside DATAFILE)")
     adb.add_argument("datafile", metavar="DATAFILE")
     adb.add_argument("--deriv", metavar="NAME",
-                     help="derivation to use: gmm and lstm take rev (the default); ba and hand take rev, fwd or "
-                          "fwdt (default rev for ba, fwd for hand)")
+                     help="derivation to use: gmm and lstm take a reverse one (default rev); ba and hand any "
+                          "forward or reverse one, e.g. fwd, fwdt, dualfwd, deltarev (default rev for ba, fwd for hand)")
     adb.add_argument("--out", metavar="DIR", help="write <name>_F_labrys.txt and <name>_J_labrys.txt here")
     adb.set_defaults(handler=cmd_adbench)
 
