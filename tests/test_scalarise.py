@@ -16,8 +16,9 @@ VECTOR_SUMBUILD = """
 
 @pytest.mark.parametrize("derivation", ["fwd", "dualfwd"])
 def test_sumbuild_of_vectors_forward(derivation):
-    # the body is copied for the first term and the fold; once both copies
-    # shared binder names, every term was evaluated at k = 0 (found on ADBench hand)
+    # scalarise copies the body for the first term and for the fold step; while
+    # both copies shared binder names, cleanup evaluated every term at k = 0
+    # (found through ADBench hand's skinning sum)
     m = labrys.load(VECTOR_SUMBUILD)
     x = np.array([1.0, 2.0])
     assert list(m.derive(derivation, "h")(x, np.array([1.0, 0.0]))) == [4.0, 2.0]

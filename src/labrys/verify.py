@@ -18,7 +18,7 @@ from .ir import nodes as ir
 from .ir.names import DerivedName, TypedName, show_name
 from .ir.types import TLam, TSum, TTensor, Type
 from .types.checker import Signature
-from .types.tangent import is_constant_tangent, tangent_type
+from .types.tangent import is_constant_tangent
 from .values import Inj, Sparse, to_python
 
 

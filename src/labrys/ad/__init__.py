@@ -16,7 +16,7 @@ from ..ir.names import DerivedName, erase_types, show_name
 from ..ir.traverse import FreshNames, all_names, nodes
 from ..opt.anf import desugar_map
 from ..ir.types import TTuple
-from ..opt.anf import anf
+from ..opt.anf import anf, rename_apart
 from ..opt.cse import cse
 from ..opt.inline import inline_calls
 from ..opt.rules import apply_rules, program_rules
@@ -121,10 +121,12 @@ class Derivations:
     def _dual_numbers(self, derivation: str, sig: Signature, d: ir.Def, fresh: FreshNames) -> "Derived":
         """Seed 004: the translation [dual f] / [delta f] …, or an algorithm's wrapper."""
         if derivation in TRANSLATIONS:
-            scalar = scalarise(d, fresh, self.functions)
+            apart = check_def(ir.Def(d.name, d.ret, d.params, rename_apart(d.body, fresh), span=d.span),
+                              self.functions)  # the final anf floats lets: no binder may shadow another
+            scalar = scalarise(apart, fresh, self.functions)
             translated = check_def(translate_def(scalar, TRANSLATIONS[derivation], self.functions, fresh),
                                    self.functions)
-            body = simplify(anf(translated.body))
+            body = simplify(translated.body)
             opt = check_def(ir.Def(translated.name, translated.ret, translated.params, body, span=d.span),
                             self.functions)
             return Derived(opt, {"original": d, "scalarised": scalar, "translated": translated, "optimised": opt})

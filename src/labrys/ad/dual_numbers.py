@@ -33,7 +33,7 @@ from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.build import V, get, let, tup
 from ..ir.names import DerivedName, erase_types
-from ..ir.traverse import FreshNames
+from ..ir.traverse import FreshNames, substitute
 from ..ir.types import FLOAT, TTuple, Type
 from ..opt.simplify import is_zero, simplify
 from ..prelude import Primitive, lookup
@@ -104,7 +104,7 @@ class Translation:
                 return ir.Inj(left, self.type(t), go(a), span=e.span)
             case ir.Case(s, lv, lb, rv, rb):
                 return ir.Case(go(s), lv, go(lb), rv, go(rb), span=e.span)
-            case ir.Const(value, ctype):
+            case ir.Const(_, ctype):
                 return tup(e, self.reals.zero) if ctype == FLOAT else e
             case ir.If(c, t, f):
                 return ir.If(go(c), go(t), go(f), span=e.span)
@@ -143,50 +143,77 @@ class Translation:
         return self.scalar(prim, e, arg_types, outs)
 
     def scalar(self, prim: Primitive, e: ir.Call, arg_types: tuple[Type, ...], outs: tuple[Type, ...]):
-        """Fig. 14: y = f x; each output j is (y_j, Σ_i ∂_i f_j(x) · u_i)."""
-        fresh, several = self.fresh, isinstance(e.arg.type, TTuple)
-        v = fresh("v")
-        parts = [get(k + 1, len(arg_types), V(v)) for k in range(len(arg_types))] if several else [V(v)]
-        binds, xs, us = [], [], []
+        """Fig. 14: y = f x; each output j is (y_j, Σ_i ∂_i f_j(x) · u_i).  A literal's
+        derivative part is known to be zero, so its term is left out."""
+        several = isinstance(e.arg.type, TTuple)
+        parts = e.arg.elems if several and isinstance(e.arg, ir.Tuple) else None
+        binds: list[tuple] = []
+        if parts is None:  # one argument, or a tuple-valued expression: take it apart
+            whole = self.fresh("v")
+            binds.append((whole, self.expr(e.arg)))
+            parts = [get(k + 1, len(arg_types), V(whole)) for k in range(len(arg_types))] if several \
+                else [V(whole)]
+        else:
+            parts = [self.expr(p) for p in parts]
+        xs: list[ir.Expr] = []
+        us: list[ir.Expr | None] = []
         for part, a in zip(parts, arg_types):
-            x = fresh("x")
-            xs.append(ir.Var(x, type=a))
-            if a == FLOAT:
-                u = fresh("u")
-                binds += [(x, get(1, 2, part)), (u, get(2, 2, part))]
+            if a == FLOAT and isinstance(part, ir.Tuple) and isinstance(part.elems[0], ir.Const):
+                xs.append(part.elems[0])  # a literal (r, zero)
+                us.append(None)
+            elif a == FLOAT:
+                x, u = self.fresh("x"), self.fresh("u")
+                binds.append(((x, u), part))
+                xs.append(V(x))
                 us.append(V(u))
             else:
-                binds.append((x, part))
+                xs.append(part if isinstance(part, (ir.Var, ir.Const)) else V(self.fresh("k")))
+                if xs[-1] is not part:
+                    binds.append((xs[-1].name, part))
                 us.append(None)
-        y = fresh("y")
-        xarg = tup(*xs) if several else xs[0]
-        partials = self.partials(prim, xs, arg_types, len(outs))
+        y = self.fresh("y")
+        partials = self.partials(prim, arg_types, len(outs), xs)
         duals = []
         for j, out in enumerate(partials):
             yj = get(j + 1, len(outs), V(y)) if len(outs) > 1 else V(y)
-            duals.append(tup(yj, self.reals.combine([(d, u) for d, u in zip(out, us) if d is not None])))
-        body = let(y, ir.Call(e.func, xarg, span=e.span), tup(*duals) if len(outs) > 1 else duals[0])
-        for name, rhs in reversed(binds):
-            body = let(name, rhs, body)
-        return let(v, self.expr(e.arg), body)
+            terms = [(d, u) for d, u in zip(out, us) if d is not None and u is not None]
+            duals.append(tup(yj, self.reals.combine(terms)))
+        body = let(y, ir.Call(e.func, tup(*xs) if several else xs[0], span=e.span),
+                   tup(*duals) if len(outs) > 1 else duals[0])
+        for binder, rhs in reversed(binds):
+            body = let(binder, rhs, body)
+        return body
 
-    def partials(self, prim: Primitive, xs: list[ir.Var], arg_types, n_out: int) -> list[list]:
-        """∂_i f_j(x) as expressions in xs: the fwd rule at one-hot tangents, simplified.
-        None where the partial is structurally zero (no Scale 0 in the Delta)."""
+    def partials(self, prim: Primitive, arg_types: tuple[Type, ...], n_out: int, xs: list[ir.Expr]):
+        """∂_i f_j(x) at the arguments xs (None where structurally zero: no Scale 0)."""
+        table = _partials(prim.name, arg_types, n_out, self.functions)
+        sub = {f"x{k}": x for k, x in enumerate(xs)}
+        return [[None if d is None else substitute(d, sub) for d in row] for row in table]
+
+
+_PARTIALS: dict[tuple, list[list]] = {}
+
+
+def _partials(name: str, arg_types: tuple[Type, ...], n_out: int, functions: Functions) -> list[list]:
+    """∂_i f_j in the variables x0, x1, …: the fwd rule at one-hot tangents, simplified
+    (made once per primitive and argument types)."""
+    key = (name, arg_types, n_out)
+    if key not in _PARTIALS:
+        prim = lookup(name)
+        xs = tuple(ir.Var(f"x{k}", type=t) for k, t in enumerate(arg_types))
         env = {x.name: t for x, t in zip(xs, arg_types)}
-        out = [[None] * len(xs) for _ in range(n_out)]
+        out: list[list] = [[None] * len(xs) for _ in range(n_out)]
         for i, a in enumerate(arg_types):
             if a != FLOAT:
                 continue
             dargs = tuple(ir.Const(1.0 if k == i else 0.0, FLOAT) if t == FLOAT else ir.Tuple(())
                           for k, t in enumerate(arg_types))
-            column = simplify(check_expr(prim.rules["fwd"](tuple(xs), dargs, tuple(arg_types)),
-                                         self.functions, env))
+            column = simplify(check_expr(prim.rules["fwd"](xs, dargs, arg_types), functions, env))
             for j in range(n_out):
-                d = simplify(check_expr(get(j + 1, n_out, column), self.functions, env)) if n_out > 1 else column
-                if not is_zero(d):
-                    out[j][i] = d
-        return out
+                d = simplify(check_expr(get(j + 1, n_out, column), functions, env)) if n_out > 1 else column
+                out[j][i] = None if is_zero(d) else d
+        _PARTIALS[key] = out
+    return _PARTIALS[key]
 
 
 @deep

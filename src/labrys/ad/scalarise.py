@@ -20,7 +20,6 @@ from ..ir import nodes as ir
 from ..ir.build import C, V, get, if_, lam, let, tup
 from ..ir.traverse import FreshNames, children, nodes, rebuild
 from ..ir.types import FLOAT, INTEGER, TTensor, TTuple, Type
-from ..opt.anf import rename_apart
 from ..prelude import lookup
 from ..types.checker import Functions, check_def
 from ..types.tangent import is_constant_tangent
@@ -140,16 +139,17 @@ class _Scalarise:
                           e.span)
 
     def sum_of(self, n: ir.Expr, i: str, term: ir.Expr, t: Type) -> ir.Expr:
-        """Σ_{i < n} term, a left fold of additions (0.0 first for a Float, else term(0))."""
+        """Σ_{i < n} term, a left fold of additions: from 0 for a number, else from
+        term(0), which needs n > 0 (an empty sum of vectors has no shape to be zero in)."""
         acc = self.fresh("acc")
-        if t == FLOAT:
+        if t in (FLOAT, INTEGER):
             body = let(i, get(2, 2, V(acc)), C("add", get(1, 2, V(acc)), term))
-            return C("ifold", n, lam(acc, TTuple((t, INTEGER)), body), ir.Const(0.0, FLOAT))
+            return C("ifold", n, lam(acc, TTuple((t, INTEGER)), body), ir.Const(0.0 if t == FLOAT else 0, t))
         body = let(i, C("add", get(2, 2, V(acc)), ir.Const(1, INTEGER)), C("add", get(1, 2, V(acc)), term))
-        # term appears twice: the first copy's binders are renamed apart, as the
-        # passes after this one assume every binder is unique
-        first = rename_apart(let(i, ir.Const(0, INTEGER), term), self.fresh)
-        return C("ifold", C("sub", n, ir.Const(1, INTEGER)), lam(acc, TTuple((t, INTEGER)), body), first)
+        first = let(i, ir.Const(0, INTEGER), term)
+        k = self.fresh("n")
+        return let(k, n, ir.Assert(C("gt", V(k), ir.Const(0, INTEGER)), C(
+            "ifold", C("sub", V(k), ir.Const(1, INTEGER)), lam(acc, TTuple((t, INTEGER)), body), first)))
 
 
 def _is_vec(t: Type) -> bool:

@@ -97,7 +97,7 @@ class _Simplifier:
                 self.changed = True
             else:
                 if isinstance(binder, str) and isinstance(rhs, ir.Tuple) and \
-                        (all(map(is_atom, rhs.elems)) or self.uses[binder] == 1):
+                        (all(map(is_atom, rhs.elems)) or self.uses[binder] == 1 and is_pure(rhs)):
                     self.tuples[binder] = rhs
                 if isinstance(binder, str) and isinstance(rhs, ir.Call) and rhs.func in ("build", "constVec") \
                         and isinstance(rhs.arg, ir.Tuple) and is_atom(rhs.arg.elems[0]):

@@ -89,11 +89,22 @@ class Tape:
         self.rhs.append(d)
         return Var(self.first + len(self.rhs) - 1)
 
+    def show(self, result: Delta | None = None) -> str:
+        """The Let nest runDelta would build (Fig. 10), oldest binding outermost."""
+        lines = [f"Let x{self.first + k} = {d!r}" for k, d in enumerate(self.rhs)]
+        return "\n".join(lines + ([f"in {result!r}"] if result is not None else []))
+
 
 # The tape of the current deltarev run.  Runs never nest: the translation rejects
 # calls of derived functions, so no forward pass can start another run; a run that
 # failed half-way leaves its tape here until the next deltaInputs replaces it.
 TAPES: list[Tape] = []
+LAST: list[Tape] = []  # the tape of the last finished run, for inspection (labrys.last_tape)
+
+
+def last_tape() -> Tape | None:
+    """The tape of the most recent deltarev run (its bindings, as in Fig. 12)."""
+    return LAST[-1] if LAST else None
 
 
 def delta_let(d: Delta) -> Delta:
@@ -351,6 +362,7 @@ def _delta_gradient(t: Type) -> Callable[[Any], Any]:
         if not TAPES:
             raise PrimError("deltaGradient without deltaInputs")
         tape = TAPES.pop()
+        LAST[:] = [tape]
         adj = np.zeros(tape.first + len(tape.rhs))
         for d, g in output_parts(y, dt, dt_type):
             if g != 0.0:
