@@ -180,5 +180,5 @@ def test_example_copies_are_the_packaged_programs():
 def test_a_gradient_needs_a_reverse_derivation():
     from labrys import LabrysError
     from labrys.adbench import RUNNERS
-    with pytest.raises(LabrysError, match=r"--deriv: this problem takes rev\b.*, not 'fwd'"):
+    with pytest.raises(LabrysError, match=r"--deriv: a gradient needs a reverse derivation \(rev\b.*\), not 'fwd'"):
         RUNNERS["gmm"](DATA / "test.txt", "fwd")

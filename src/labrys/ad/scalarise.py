@@ -115,6 +115,13 @@ class _Scalarise:
         i, vec, one = self.fresh("i"), TTensor(1, FLOAT), ir.Const(1, INTEGER)
         if name == "sum" and len(types) == 1 and _is_vec(types[0]):
             return self.sum_of(C("size", args[0]), i, C("index", V(i), args[0]), types[0].elem)
+        if name == "sum" and len(types) == 1 and isinstance(types[0], TTensor):  # rank r: r nested sums
+            shape, rank = self.fresh("shape"), types[0].rank
+            idx = [self.fresh("i") for _ in range(rank)]
+            term = C("index", tup(*map(V, idx)), args[0])
+            for k in reversed(range(rank)):
+                term = self.sum_of(get(k + 1, rank, V(shape)), idx[k], term, types[0].elem)
+            return let(shape, C("size", args[0]), term)
         if name == "sumbuild" and len(args) == 2 and isinstance(args[1], ir.Lam) and args[1].var_type == INTEGER:
             return self.sum_of(args[0], args[1].var, args[1].body, e.type)
         if name in ("dot", "ts_dot") and len(types) == 2 and all(map(_is_vec, types)):

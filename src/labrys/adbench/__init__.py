@@ -72,7 +72,9 @@ def algorithm(derivation: str, kinds: tuple[str, ...] = ("fwd", "rev")) -> Algor
     for a in known:
         if a.derivation == derivation:
             return a
-    raise LabrysError(f"--deriv: this problem takes {', '.join(a.derivation for a in known)}, not '{derivation}'")
+    what = "a gradient needs a reverse derivation" if kinds == ("rev",) else \
+        "a Jacobian needs a forward or reverse derivation"
+    raise LabrysError(f"--deriv: {what} ({', '.join(a.derivation for a in known)}), not '{derivation}'")
 
 
 def program(problem: str) -> Module:
