@@ -334,7 +334,22 @@ def test_sweep_computes_the_denotation(case, x):
     adj = np.zeros(tape.first + len(tape.rhs))
     deltas.eval_into(x, result, adj)
     deltas.sweep(tape, adj)
-    assert adj[1:tape.first] == pytest.approx(x * denotation(result, coeff), rel=1e-9, abs=1e-9)
+    want = x * denotation(result, coeff)
+    assert adj[1:tape.first] == pytest.approx(want, rel=1e-9, abs=1e-9)
+    # Fig. 10's other form: runDelta's Let nest evaluated with a DeltaMap (Thm 5: only inputs stay)
+    mp = deltas.eval_map(x, tape.run_delta(result), {})
+    assert set(mp) <= set(range(1, tape.first))
+    assert [mp.get(i, 0.0) for i in range(1, tape.first)] == pytest.approx(want, rel=1e-9, abs=1e-9)
+
+
+def test_eval_map_on_a_deep_let_nest():
+    """A tape of 10⁵ bindings, each adding the previous to itself: 2^k scaled, no recursion."""
+    tape = deltas.Tape(1)
+    d: deltas.Delta = deltas.Var(1)
+    for _ in range(100_000):
+        d = tape.let(deltas.Scale(0.5, deltas.Add(d, d)))
+    mp = deltas.eval_map(3.0, tape.run_delta(d), {})
+    assert mp == {1: pytest.approx(3.0)}
 
 
 def test_adbench_takes_every_reverse_derivation_and_refuses_forward():

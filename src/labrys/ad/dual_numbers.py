@@ -82,51 +82,6 @@ class Translation:
     def __init__(self, reals: Reals, functions: Functions, fresh: FreshNames) -> None:
         self.reals, self.functions, self.fresh = reals, functions, fresh
 
-    # --- Note [Hand-written derivatives] --------------------------------------------
-    # AD-MAP asks every algorithm to use a derivative the user wrote, (def [fwd g] ..)
-    # or (def [rev g] ..), instead of differentiating g.  For g between tuples of
-    # Floats (and leaves), the call becomes Fig. 14's rule with g's partials taken
-    # from the user's derivative: dualfwd calls [dualfwd g] / [fwd g] once with the
-    # tangents; the reverse versions call [<alg> g] / [rev g] once per real of g's
-    # result (a row of the Jacobian each) and build the Delta from the rows.  Over
-    # vectors the number of reals is not static, and g's body is differentiated.
-
-    def hand_written(self, e: ir.Call) -> DerivedName | None:
-        s, t = e.arg.type, e.type
-        if not (_flat(s) and _flat(t)) or not _real_paths(s):
-            return None
-        forward = self.reals.derivation == "dual"
-        names = (self.reals.algorithm, "fwd") if forward else (self.reals.algorithm, "rev")
-        for name in names:
-            derived = DerivedName(name, erase_types(e.func))
-            sig = self.functions.resolve(derived, TTuple((s, tangent_type(s if forward else t))))
-            if sig is not None and isinstance(getattr(sig, "decl", None), ir.Def):
-                return derived
-        return None
-
-    def custom(self, e: ir.Call, derived: DerivedName) -> ir.Expr:
-        s, t, fresh = e.arg.type, e.type, self.fresh
-        v, x, y = fresh("v"), fresh("x"), fresh("y")
-        ins, outs = _real_paths(s), _real_paths(t)
-        us = [get(2, 2, _at(V(v), p)) for p in ins]
-        if self.reals.derivation == "dual":
-            dy = fresh("dy")
-            tangent = _fill(tangent_type(s), {p: u for p, u in zip(ins, us)}, lambda: ir.Tuple(()))
-            parts = {p: tup(_at(V(y), p), _at(V(dy), p)) for p in outs}
-            body = let(dy, ir.Call(derived, tup(V(x), tangent)), _fill(t, parts, None, V(y)))
-        else:
-            rows = [fresh("row") for _ in outs]
-            parts = {p: tup(_at(V(y), p), self.reals.combine([(_at(V(r), q), u) for q, u in zip(ins, us)]))
-                     for p, r in zip(outs, rows)}
-            body = _fill(t, parts, None, V(y))
-            for j, r in reversed(list(enumerate(rows))):
-                onehot = _fill(tangent_type(t), {p: ir.Const(1.0 if k == j else 0.0, FLOAT)
-                                                 for k, p in enumerate(outs)}, lambda: ir.Tuple(()))
-                body = let(r, ir.Call(derived, tup(V(x), onehot)), body)
-        image, span = self.reals.image, e.span
-        return let(v, self.expr(e.arg), let(x, primal(V(v), s, image, fresh, span),
-                                            let(y, ir.Call(e.func, V(x), span=span), body)))
-
     def type(self, t: Type) -> Type:
         return dual_type(t, self.reals.image)
 
@@ -237,6 +192,51 @@ class Translation:
         table = _partials(prim.name, arg_types, n_out, self.functions)
         sub = {f"x{k}": x for k, x in enumerate(xs)}
         return [[None if d is None else substitute(d, sub) for d in row] for row in table]
+
+    # --- Note [Hand-written derivatives] --------------------------------------------
+    # AD-MAP asks every algorithm to use a derivative the user wrote, (def [fwd g] ..)
+    # or (def [rev g] ..), instead of differentiating g.  For g between tuples of
+    # Floats (and leaves), the call becomes Fig. 14's rule with g's partials taken
+    # from the user's derivative: dualfwd calls [dualfwd g] / [fwd g] once with the
+    # tangents; the reverse versions call [<alg> g] / [rev g] once per real of g's
+    # result (a row of the Jacobian each) and build the Delta from the rows.  Over
+    # vectors the number of reals is not static, and g's body is differentiated.
+
+    def hand_written(self, e: ir.Call) -> DerivedName | None:
+        s, t = e.arg.type, e.type
+        if not (_flat(s) and _flat(t)) or not _real_paths(s):
+            return None
+        forward = self.reals.derivation == "dual"
+        names = (self.reals.algorithm, "fwd") if forward else (self.reals.algorithm, "rev")
+        for name in names:
+            derived = DerivedName(name, erase_types(e.func))
+            sig = self.functions.resolve(derived, TTuple((s, tangent_type(s if forward else t))))
+            if sig is not None and isinstance(getattr(sig, "decl", None), ir.Def):
+                return derived
+        return None
+
+    def custom(self, e: ir.Call, derived: DerivedName) -> ir.Expr:
+        s, t, fresh = e.arg.type, e.type, self.fresh
+        v, x, y = fresh("v"), fresh("x"), fresh("y")
+        ins, outs = _real_paths(s), _real_paths(t)
+        us = [get(2, 2, _at(V(v), p)) for p in ins]
+        if self.reals.derivation == "dual":
+            dy = fresh("dy")
+            tangent = _fill(tangent_type(s), {p: u for p, u in zip(ins, us)}, lambda: ir.Tuple(()))
+            parts = {p: tup(_at(V(y), p), _at(V(dy), p)) for p in outs}
+            body = let(dy, ir.Call(derived, tup(V(x), tangent)), _fill(t, parts, None, V(y)))
+        else:
+            rows = [fresh("row") for _ in outs]
+            parts = {p: tup(_at(V(y), p), self.reals.combine([(_at(V(r), q), u) for q, u in zip(ins, us)]))
+                     for p, r in zip(outs, rows)}
+            body = _fill(t, parts, None, V(y))
+            for j, r in reversed(list(enumerate(rows))):
+                onehot = _fill(tangent_type(t), {p: ir.Const(1.0 if k == j else 0.0, FLOAT)
+                                                 for k, p in enumerate(outs)}, lambda: ir.Tuple(()))
+                body = let(r, ir.Call(derived, tup(V(x), onehot)), body)
+        image, span = self.reals.image, e.span
+        return let(v, self.expr(e.arg), let(x, primal(V(v), s, image, fresh, span),
+                                            let(y, ir.Call(e.func, V(x), span=span), body)))
 
 
 def _flat(t: Type) -> bool:

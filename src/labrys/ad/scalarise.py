@@ -20,6 +20,7 @@ from ..ir import nodes as ir
 from ..ir.build import C, V, get, if_, lam, let, tup
 from ..ir.traverse import FreshNames, children, nodes, rebuild
 from ..ir.types import FLOAT, INTEGER, TTensor, TTuple, Type
+from ..opt.anf import rename_apart
 from ..prelude import lookup
 from ..types.checker import Functions, check_def
 from ..types.tangent import is_constant_tangent
@@ -153,7 +154,8 @@ class _Scalarise:
             body = let(i, get(2, 2, V(acc)), C("add", get(1, 2, V(acc)), term))
             return C("ifold", n, lam(acc, TTuple((t, INTEGER)), body), ir.Const(0.0 if t == FLOAT else 0, t))
         body = let(i, C("add", get(2, 2, V(acc)), ir.Const(1, INTEGER)), C("add", get(1, 2, V(acc)), term))
-        first = let(i, ir.Const(0, INTEGER), term)
+        first = rename_apart(let(i, ir.Const(0, INTEGER), term), self.fresh)  # term is used twice:
+        # the later passes assume every binder is unique
         k = self.fresh("n")
         return let(k, n, ir.Assert(C("gt", V(k), ir.Const(0, INTEGER)), C(
             "ifold", C("sub", V(k), ir.Const(1, INTEGER)), lam(acc, TTuple((t, INTEGER)), body), first)))

@@ -72,6 +72,20 @@ class Add(Delta):
         return f"(Add {self.a!r} {self.b!r})"
 
 
+class Let(Delta):  # Fig. 10's sharing construct: rhs is bound to id i in body
+    __slots__ = ("i", "rhs", "body")
+
+    def __init__(self, i: int, rhs: Delta, body: Delta) -> None:
+        self.i, self.rhs, self.body = i, rhs, body
+
+    def __repr__(self) -> str:  # iterative: a Let nest is as deep as the tape
+        spine, d = [], self
+        while type(d) is Let:
+            spine.append(f"(Let {d.i} {d.rhs!r} ")
+            d = d.body
+        return "".join(spine) + repr(d) + ")" * len(spine)
+
+
 ZERO = Zero()
 
 
@@ -86,6 +100,12 @@ class Tape:
     def let(self, d: Delta) -> Var:
         self.rhs.append(d)
         return Var(self.first + len(self.rhs) - 1)
+
+    def run_delta(self, result: Delta) -> Delta:
+        """runDelta of Fig. 10: the bindings as a Let nest around result, oldest outermost."""
+        for k in range(len(self.rhs) - 1, -1, -1):
+            result = Let(self.first + k, self.rhs[k], result)
+        return result
 
     def show(self, result: Delta | None = None) -> str:
         """The Let nest runDelta would build (Fig. 10), oldest binding outermost."""
@@ -149,6 +169,35 @@ def eval_into(x: float, d: Delta, adj: np.ndarray) -> None:
         elif type(d) is not Zero:
             raise PrimError(f"deltarev met a {type(d).__name__} Delta")
     METER.ops += visits
+
+
+def eval_map(x: float, d: Delta, mp: dict[int, float]) -> dict[int, float]:
+    """eval of Fig. 10 with a DeltaMap (a dict id ↦ adjoint), on any Delta with Lets:
+    a Let's body first, then its rhs scaled by the adjoint the body gathered for its
+    id, which is then deleted.  An explicit stack, so Let nests of any depth work."""
+    work: list[tuple] = [(x, d)]
+    while work:
+        item = work.pop()
+        if len(item) == 3:  # (i, rhs, None): the body of Let i is done
+            g = mp.pop(item[0], None)
+            if g is not None:
+                work.append((g, item[1]))
+            continue
+        x, d = item
+        kind = type(d)
+        if kind is Var:
+            mp[d.i] = mp.get(d.i, 0.0) + x
+        elif kind is Add:
+            work.append((x, d.b))
+            work.append((x, d.a))
+        elif kind is Scale:
+            work.append((x * d.r, d.d))
+        elif kind is Let:
+            work.append((d.i, d.rhs, None))
+            work.append((x, d.body))
+        elif kind is not Zero:
+            raise PrimError(f"eval met a {kind.__name__} Delta")
+    return mp
 
 
 def sweep(tape: Tape, adj: np.ndarray) -> None:
