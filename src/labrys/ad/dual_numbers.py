@@ -31,10 +31,10 @@ from typing import Callable
 
 from ..errors import LabrysError
 from ..ir import nodes as ir
-from ..ir.build import V, get, let, tup
+from ..ir.build import C, V, get, let, tup
 from ..ir.names import DerivedName, erase_types
 from ..ir.traverse import FreshNames, substitute
-from ..ir.types import FLOAT, TLam, TSum, TTensor, TTuple, Type
+from ..ir.types import FLOAT, INTEGER, TLam, TSum, TTensor, TTuple, Type
 from ..opt.simplify import is_zero, simplify
 from ..prelude import Primitive, lookup
 from ..prelude.registry import args_of
@@ -130,6 +130,8 @@ class Translation:
 
     def primitive(self, prim: Primitive, e: ir.Call) -> ir.Expr:
         s, t = e.arg.type, e.type
+        if prim.name == "Vec_init" and not isinstance(s, TTuple):  # one element: (Vec_init x) of a
+            return C("constVec", ir.Const(1, INTEGER), self.expr(e.arg))  # dual pair would read as two
         if prim.name in STRUCTURAL:
             return ir.Call(e.func, self.expr(e.arg), span=e.span)
         if prim.rules.get("nondiff") or is_constant_tangent(t):

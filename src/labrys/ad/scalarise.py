@@ -136,12 +136,18 @@ class _Scalarise:
             return C("ifold", C("sub", C("size", args[0]), one), step, C("index", ir.Const(0, INTEGER), args[0]))
         if name == "mul" and types == (TTensor(1, vec), vec):
             return C("build", C("size", args[0]), lam(i, INTEGER, C("dot", C("index", V(i), args[0]), args[1])))
-        if name == "deltaVec" and types[:2] == (INTEGER, INTEGER):
+        if name == "mul" and types == (TTensor(2, FLOAT), vec):  # rows of a Tensor 2 times v
+            j = self.fresh("j")
+            row = self.sum_of(C("size", args[1]), j, C("mul", C("index", tup(V(i), V(j)), args[0]),
+                                                         C("index", V(j), args[1])), FLOAT)
+            return C("build", get(1, 2, C("size", args[0])), lam(i, INTEGER, row))
+        if name == "deltaVec" and len(types) == 3 and types[0] == types[1] == _index_type(e.type):
             zero = ir.Const(0.0, FLOAT) if types[2] == FLOAT else C("mul", ir.Const(0.0, FLOAT), args[2])
-            return C("build", args[0], lam(i, INTEGER, if_(C("eq", V(i), args[1]), args[2], zero)))
-        if name == "setAt" and types[0] == INTEGER and _is_vec(types[1]):
-            return C("build", C("size", args[1]), lam(i, INTEGER, if_(C("eq", V(i), args[0]), args[2],
-                                                                     C("index", V(i), args[1]))))
+            return C("build", args[0], lam(i, types[0], if_(C("eq", V(i), args[1]), args[2], zero)))
+        if name == "setAt" and len(types) == 3 and isinstance(types[1], TTensor) \
+                and types[0] == _index_type(types[1]):
+            return C("build", C("size", args[1]), lam(i, types[0], if_(C("eq", V(i), args[0]), args[2],
+                                                                      C("index", V(i), args[1]))))
         raise LabrysError(f"the dual-number algorithms do not support '{name}' on "
                           f"{', '.join(map(str, types))} (seed 004 adds arrays through build and index)",
                           e.span)
