@@ -29,7 +29,8 @@ def machine() -> list[str]:
     threads = ""
     try:
         import torch
-        threads = f"; PyTorch uses {torch.get_num_threads()} threads"
+        n = torch.get_num_threads()
+        threads = f"; PyTorch uses {n} thread{'s' * (n != 1)}"
     except ImportError:
         pass
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())

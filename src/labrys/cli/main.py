@@ -170,9 +170,10 @@ def cmd_cost(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from ..bench import Options, bench
 
-    if args.repeat < 1 or args.budget <= 0:
+    budget = args.budget if args.budget is not None else 10.0 if args.quick else 60.0
+    if args.repeat < 1 or budget <= 0:
         raise LabrysError("--repeat takes a positive whole number and --budget a positive number of seconds")
-    options = Options(repeat=args.repeat, budget=args.budget, quick=args.quick, backends=args.backend,
+    options = Options(repeat=args.repeat, budget=budget, quick=args.quick, backends=args.backend,
                       peers=args.peer, derivations=args.deriv, data=args.data, threads=args.threads)
     command = "labrys bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else "labrys bench"
     results, written = bench(args.workloads, options, args.out, args.suite, command.strip())
@@ -273,8 +274,9 @@ def build_parser() -> argparse.ArgumentParser:
     bch.add_argument("workloads", metavar="WORKLOAD", nargs="*",
                      help="workloads or groups (table1, adbench, gmm, lstm, ba); default: all")
     bch.add_argument("--repeat", type=int, default=5, help="timed samples per cell after a warm-up (default 5)")
-    bch.add_argument("--budget", type=float, default=60.0,
-                     help="seconds per cell; a slower labrys call is estimated, not run (default 60)")
+    bch.add_argument("--budget", type=float,
+                     help="seconds per cell; a slower labrys call is estimated, not run, and one still running at "
+                          "twice this is interrupted (default 60; 10 with --quick)")
     bch.add_argument("--backend", action="append", metavar="B", help="labrys backend (repeatable; default: all)")
     bch.add_argument("--deriv", action="append", metavar="NAME", help="reverse derivation (repeatable; default: all)")
     bch.add_argument("--peer", action="append", metavar="NAME",
