@@ -51,6 +51,9 @@ class Interpreter:
     """Runs a checked program; ``externals`` implement edef'd functions and
     ``derived`` (an :class:`labrys.ad.Derivations`) makes derived functions."""
 
+    name = "interp"
+    compile_seconds = 0.0
+
     def __init__(self, checked: CheckedProgram, externals: dict[Any, Callable] | None = None,
                  derived: Any = None) -> None:
         self.checked = checked
@@ -58,6 +61,9 @@ class Interpreter:
         self.externals = externals if externals is not None else {}
         self.derived = derived
         self.cells: dict[int, list] = {}
+
+    def reset(self) -> None:
+        self.cells.clear()
 
     # --- functions ----------------------------------------------------------
 
