@@ -16,7 +16,7 @@ from test_deep import N, REC, nested_calls, nested_ifs, nested_lets
 from test_examples import EXAMPLES, NEEDS_AD, ROOT, same_output
 from test_knossos_ad import FILES, load_case, rand_like, same
 
-BACKENDS = ["python"]
+BACKENDS = ["python", "compiled"]
 backends = pytest.mark.parametrize("backend", BACKENDS)
 
 

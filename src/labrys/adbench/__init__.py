@@ -52,11 +52,11 @@ def read_gmm(path: str | Path) -> GmmInput:
                     float(parts[4][0]), int(parts[4][1]))
 
 
-def program(problem: str) -> Module:
+def program(problem: str, backend: str | None = None) -> Module:
     if problem not in PROBLEMS:
         raise LabrysError(f"unknown ADBench problem '{problem}'; available: {', '.join(PROBLEMS)}")
     text = resources.files("labrys.adbench").joinpath(f"{problem}.ks").read_text(encoding="utf-8")
-    return load(text, name=f"{problem}.ks")
+    return load(text, name=f"{problem}.ks", backend=backend)
 
 
 @dataclass
@@ -66,9 +66,9 @@ class GmmResult:  # the result of every problem: objective, gradient (ADBench la
     fd_relative_error: float
 
 
-def run_gmm(path: str | Path, derivation: str = "rev", seed: int = 0) -> GmmResult:
+def run_gmm(path: str | Path, derivation: str = "rev", seed: int = 0, backend: str | None = None) -> GmmResult:
     data = read_gmm(path)
-    m = program("gmm")
+    m = program("gmm", backend)
     args = data.arguments()
     objective = m.gmm_objective(*args)
     back = m.derive(derivation, "gmm_objective")
@@ -113,9 +113,9 @@ def read_lstm(path: str | Path) -> LstmInput:
     return LstmInput(main.reshape(2 * l, 4 * b), extra.reshape(3, b), state.reshape(2 * l, b), seq.reshape(c, b))
 
 
-def run_lstm(path: str | Path, derivation: str = "rev", seed: int = 0) -> GmmResult:
+def run_lstm(path: str | Path, derivation: str = "rev", seed: int = 0, backend: str | None = None) -> GmmResult:
     data = read_lstm(path)
-    m = program("lstm")
+    m = program("lstm", backend)
     args = data.arguments()
     objective = m.lstm_objective(*args)
     d_main, d_extra, _, _ = m.derive(derivation, "lstm_objective")(args, 1.0)
@@ -137,4 +137,4 @@ def _directional_check(at, gradient: np.ndarray, seed: int, h: float = 1e-6) -> 
     return abs(fd - ad) / max(abs(fd), abs(ad), 1e-12)
 
 
-RUNNERS = {"gmm": lambda path, deriv: run_gmm(path, deriv), "lstm": lambda path, deriv: run_lstm(path, deriv)}
+RUNNERS = {"gmm": run_gmm, "lstm": run_lstm}

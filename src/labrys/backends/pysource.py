@@ -254,7 +254,7 @@ class Emitter:
         for n in names:
             fn.params.append(self.mod.bind(env, n))
         self.mod.functions.append(fn)
-        Emitter(self.mod, fn, env).tail(e)
+        type(self)(self.mod, fn, env).tail(e)
         t = self.mod.fresh()
         self.emit(f"{t} = {fn.name}({', '.join(self.env[n] for n in names)})")
         return t
