@@ -53,9 +53,9 @@ def user_text_appears_only_as_constants(source: str) -> None:
             names = [node.name if isinstance(node, ast.FunctionDef) else node.arg]
         elif isinstance(node, ast.Attribute):
             assert node.attr in ("left", "value", "shape", "copy", "empty", "zeros", "full", "exp", "log", "sin",
-                                 "cos", "tan", "tanh", "sinh", "cosh", "sqrt"), node.attr
+                                 "cos", "tan", "tanh", "sinh", "cosh", "sqrt", "lgamma", "erf"), node.attr
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names = [a.asname for a in node.names if a.asname]
+            names = [a.asname or a.name for a in node.names if a.name not in ("numpy", "math")]
         for name in names:
             assert NAME_PATTERN.fullmatch(name) or name in BUILTINS_USED, f"unexpected identifier {name!r}"
     assert any("PWNED" in c for c in constants) or "String" not in source

@@ -63,14 +63,21 @@ def assert_close(got, want) -> None:
 
 # --- deep programs (tests/test_deep.py, on every backend) -------------------------------
 
+@pytest.fixture(scope="module")
+def deep_program():
+    """Parsed and checked once; each backend makes its own Module of it."""
+    return labrys.check_program(labrys.parse_program(
+        f"(def f Float (x0 : Float) {nested_lets(N)})\n"
+        f"(def g Integer (k : Integer) {nested_ifs(N)})\n"
+        "(def inc Float (x : Float) (add x 1.0))\n"
+        f"(def h Float (x : Float) {nested_calls(N)})\n"
+        # ifs nested in non-tail position: the generator outlines them
+        f"(def j Integer (k : Integer) (add 1 {nested_ifs(N)}))"))
+
+
 @backends
-def test_deep_lets_ifs_calls(backend: str) -> None:
-    m = labrys.load(f"(def f Float (x0 : Float) {nested_lets(N)})\n"
-                    f"(def g Integer (k : Integer) {nested_ifs(N)})\n"
-                    "(def inc Float (x : Float) (add x 1.0))\n"
-                    f"(def h Float (x : Float) {nested_calls(N)})\n"
-                    # ifs nested in non-tail position: the generator outlines them
-                    f"(def j Integer (k : Integer) (add 1 {nested_ifs(N)}))", backend=backend)
+def test_deep_lets_ifs_calls(backend: str, deep_program) -> None:
+    m = labrys.Module(deep_program, backend=backend)
     assert m.f(0.5) == N + 0.5
     assert [m.g(k) for k in (0, 4321, N - 1, N)] == [1, 4322, N, 0]
     assert m.h(2.0) == N + 2.0

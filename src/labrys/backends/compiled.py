@@ -41,7 +41,8 @@ from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.types import BOOL, FLOAT, INTEGER, TTensor, TTuple, Type
 from ..util.deep import deep
-from .numba_source import NumbaModuleSource, Unsupported
+from ..values import dense, make_vec
+from .numba_source import NumbaModuleSource, Unsupported, array_rank
 from .python import PythonBackend, note
 
 
@@ -103,18 +104,43 @@ def numba_type(t: Type):
         return types.boolean
     if isinstance(t, TTuple):
         return types.Tuple(tuple(numba_type(e) for e in t.elems))
-    assert isinstance(t, TTensor) and t.elem == FLOAT
-    return types.Array(types.float64, t.rank, "C")
+    return types.Array(types.float64, array_rank(t), "C")
+
+
+class Ragged(ValueError):
+    """A nested vector whose rows differ in shape: no array represents it."""
 
 
 def to_machine(t: Type) -> Callable[[Any], Any]:
     """Run-time value → the compiled representation (contiguous float64 arrays)."""
+    if isinstance(t, TTensor) and t.elem == FLOAT:
+        return lambda v: np.ascontiguousarray(dense(v), dtype=np.float64)
     if isinstance(t, TTensor):
-        return lambda v: np.ascontiguousarray(v, dtype=np.float64)
+        row, rank = to_machine(t.elem), array_rank(t)
+
+        def stack(v: Any) -> np.ndarray:
+            rows = [row(x) for x in dense(v)]
+            if not rows:
+                return np.zeros((0,) * rank)
+            if any(r.shape != rows[0].shape for r in rows):
+                raise Ragged("ragged")
+            return np.stack(rows)
+        return stack
     if isinstance(t, TTuple) and any(isinstance(e, (TTensor, TTuple)) for e in t.elems):
         parts = [to_machine(e) for e in t.elems]
         return lambda v: tuple(f(x) for f, x in zip(parts, v))
     return lambda v: v
+
+
+def from_machine(t: Type) -> Callable[[Any], Any] | None:
+    """The compiled representation → the run-time value (None: the same)."""
+    if isinstance(t, TTensor) and t.elem != FLOAT:
+        row = from_machine(t.elem) or (lambda x: x)
+        return lambda a: make_vec(t.elem, [row(x) for x in a])
+    if isinstance(t, TTuple) and any(from_machine(e) for e in t.elems):
+        parts = [from_machine(e) or (lambda x: x) for e in t.elems]
+        return lambda v: tuple(f(x) for f, x in zip(parts, v))
+    return None
 
 
 class CompiledBackend(PythonBackend):
@@ -152,9 +178,11 @@ class CompiledBackend(PythonBackend):
         self.fallbacks[name] = why
         return PythonBackend.compile_def(self, d)
 
-    def _entry(self, d: ir.Def, fn: Any) -> Callable[[Any], Any]:
+    def _entry(self, d: ir.Def, compiled: Any) -> Callable[[Any], Any]:
         convert = [to_machine(p.type) for p in d.params]
         slow: list[Callable] = []
+        back = from_machine(d.ret)
+        fn = compiled if back is None else (lambda *args: back(compiled(*args)))
 
         def on_python(arg: Any) -> Any:  # Note [Compiled fallback]: the interpreter's error
             if not slow:

@@ -14,45 +14,32 @@ construct and its position, and the def runs on the ``python`` backend.
 """
 from __future__ import annotations
 
+import math
+
 from ..errors import Span
 from ..ir import nodes as ir
 from ..ir.names import show_name
+from ..ad import ALGORITHMS
 from ..ir.types import BOOL, FLOAT, INTEGER, TTensor, TTuple, Type
 from ..types.checker import Signature
+from ..prelude import Primitive
+from .numba_tangents import SparseSum, TangentMixin
 from .pysource import Emitter, Function, PyModuleSource
 
-HEADER = '''import numpy as _np
+HEADER = '''import math as _math
+
+import numpy as _np
 from numba import njit as _njit
+
+from labrys.backends.numba_runtime import _checkindex, _idiv, _maxvec, _minvec, _shaped
 
 _nan = float("nan")
 _inf = float("inf")
-
-
-@_njit(cache=True)
-def _idiv(_a, _b):
-    if _b == 0:
-        raise ZeroDivisionError("Integer division by zero")
-    _q = abs(_a) // abs(_b)
-    return _q if (_a >= 0) == (_b >= 0) else -_q
-
-
-@_njit(cache=True)
-def _checkindex(_i, _n):
-    if _i < 0 or _i >= _n:
-        raise IndexError("index out of range")
-    return _i
-
-
-@_njit(cache=True)
-def _sameshape(_a, _b):
-    if _a.shape != _b.shape:
-        raise ValueError("tensor sizes differ")
-    return _a
-
 '''
 DECORATOR = '@_njit(cache=True, error_model="numpy")'
 BUILTINS_USED = {"float", "range", "abs", "AssertionError", "IndexError", "ValueError", "ZeroDivisionError"}
 MAX_LOOPS = 12  # CPython allows 20 statically nested blocks
+MAX_STATEMENTS = 2000  # Numba's compile time grows faster than linearly with function size
 _ARITH = {"add": "+", "sub": "-", "mul": "*"}
 _CMP = {"lt": "<", "gt": ">", "lte": "<=", "gte": ">=", "eq": "==", "ne": "!="}
 _MATH = {"exp", "log", "sin", "cos", "tan", "tanh", "sinh", "cosh", "sqrt"}
@@ -68,11 +55,26 @@ def representable(t: Type) -> bool:
         return True
     if isinstance(t, TTuple):
         return all(representable(e) for e in t.elems)
-    return isinstance(t, TTensor) and t.elem == FLOAT
+    return array_rank(t) is not None
+
+
+def array_rank(t: Type) -> int | None:
+    """Rank of the float64 array that represents ``t``: ``Tensor N Float`` is N-D,
+    ``Vec`` of such a tensor one more (rectangular: checked where values enter)."""
+    if not isinstance(t, TTensor):
+        return None
+    if t.elem == FLOAT:
+        return t.rank
+    inner = array_rank(t.elem)
+    return None if inner is None or t.rank != 1 else inner + 1
 
 
 def _float_tensor(t: Type) -> bool:
-    return isinstance(t, TTensor) and t.elem == FLOAT
+    return array_rank(t) is not None
+
+
+def _zeros(rank: int) -> str:
+    return f"_np.zeros(({'0, ' * rank}))"
 
 
 class NumbaModuleSource(PyModuleSource):
@@ -80,7 +82,7 @@ class NumbaModuleSource(PyModuleSource):
 
     def __init__(self, backend) -> None:
         super().__init__(backend)
-        self.names: dict[int, str] = {}  # id(signature) -> generated function
+        self.names: dict[int, tuple[str, int]] = {}  # id(signature) -> generated function, arity
         self.active: set[int] = set()
 
     def add_def(self, d: ir.Def) -> str:
@@ -96,19 +98,33 @@ class NumbaModuleSource(PyModuleSource):
         LoopEmitter(self, fn, env).tail(d.body)
         return fn.name
 
-    def user_function(self, sig: Signature, span: Span | None) -> str:
+    def user_function(self, sig: Signature, span: Span | None) -> tuple[str, int]:
+        """The generated function for a callee, and its number of parameters."""
         key = id(sig)
         if key in self.active:
             raise Unsupported(f"recursive call of {show_name(sig.name)}", span)
         if key not in self.names:
-            if not isinstance(sig.decl, ir.Def):
-                raise Unsupported(f"call of {show_name(sig.name)} (an edef or derived function)", span)
             self.active.add(key)
-            self.names[key] = self.add_def(self.hooks.checked.typed(sig.decl))
+            d = self.definition(sig, span)
+            self.names[key] = self.add_def(d), len(d.params)
             self.active.discard(key)
         return self.names[key]
 
+    def definition(self, sig: Signature, span: Span | None) -> ir.Def:
+        """The typed def a call runs: the program's, or the generated derived one."""
+        if isinstance(sig.decl, ir.Def):
+            return self.hooks.checked.typed(sig.decl)
+        derived = self.hooks.derived
+        if isinstance(sig.decl, ir.Gdef) and derived is not None:
+            base = derived.base_of(sig)
+            if not isinstance(base, Primitive) and sig.name.derivation in ALGORITHMS:
+                return derived.derive(sig.name.derivation, base).d
+        raise Unsupported(f"call of {show_name(sig.name)} (an edef, or a derivative of a primitive)", span)
+
     def text(self) -> str:
+        size = sum(len(fn.lines) for fn in self.functions)
+        if size > MAX_STATEMENTS:
+            raise Unsupported(f"a body of {size} statements (more than {MAX_STATEMENTS})", None)
         out = [HEADER]
         for fn in self.functions:
             out += ["", DECORATOR, f"def {fn.name}({', '.join(fn.params)}):"]
@@ -116,7 +132,7 @@ class NumbaModuleSource(PyModuleSource):
         return "\n".join(out) + "\n"
 
 
-class LoopEmitter(Emitter):
+class LoopEmitter(TangentMixin, Emitter):
     """Statements for Numba: loops instead of higher-order primitives."""
 
     mod: NumbaModuleSource
@@ -125,6 +141,8 @@ class LoopEmitter(Emitter):
         return LoopEmitter(self.mod, self.fn, dict(self.env), depth)
 
     def atom(self, e: ir.Expr) -> str:
+        if isinstance(e, ir.Var) and isinstance(self.env.get(e.name), SparseSum):
+            self.env[e.name] = self.materialise(self.env[e.name])
         if e.type is not None and not representable(e.type) and not isinstance(e, ir.Lam):
             raise Unsupported(f"a value of type {e.type}", e.span)
         return super().atom(e)
@@ -157,8 +175,7 @@ class LoopEmitter(Emitter):
         target = self.mod.hooks.functions.resolve(func, arg.type)
         args = ir.call_args(e)
         if isinstance(target, Signature):
-            callee = self.mod.user_function(target, e.span)
-            n = len(target.decl.params)
+            callee, n = self.mod.user_function(target, e.span)
             parts = [self.atom(a) for a in args] if n > 1 and isinstance(arg, ir.Tuple) else None
             if parts is None:
                 a = self.atom(arg)
@@ -170,14 +187,20 @@ class LoopEmitter(Emitter):
             return self.loop(t, name, args[0], args[1], e)
         if name == "fold" and isinstance(args[0], ir.Lam):
             return self.fold(t, args[0], args[1], args[2])
+        if name == "ts_sumbuild" and isinstance(args[1], ir.Lam) and args[0].type == INTEGER:
+            return self.ts_sumbuild(t, args[0], args[1], args[2])
+        value = self.sparse_value(e)
+        if value is not None:
+            self.emit(f"{t} = {self.materialise(value)}")
+            return
+        code = self.tangent_primitive(name, args, e.type)
+        if code is not None:
+            self.emit(f"{t} = {code}")
+            return
         types = [a.type for a in args]
         xs = [self.atom(a) for a in args]
-        if name == "sum" and types == [TTensor(1, FLOAT)]:  # sequential, as the interpreter adds
-            k = self.mod.fresh("i")
-            self.emit(f"{t} = 0.0")
-            self.emit(f"for {k} in range({xs[0]}.shape[0]):")
-            self.indented().emit(f"{t} += {xs[0]}[{k}]")
-            return
+        if name == "sum" and _float_tensor(types[0]) and types[0].rank == 1:
+            return self.sum(t, xs[0], types[0].elem)
         code = _primitive(name, types, xs, e.type)
         if code is None:
             raise Unsupported(f"primitive {name} on {arg.type}", e.span)
@@ -189,17 +212,18 @@ class LoopEmitter(Emitter):
         size = self.atom(n)
         rank = len(n.type.elems) if isinstance(n.type, TTuple) else 1
         body_type = lam.body.type
-        if not representable(body_type) or (name == "build" and body_type != FLOAT) or \
-                (name == "sumbuild" and isinstance(body_type, TTuple)):
+        nested = _float_tensor(body_type)
+        if not representable(body_type) or (name == "build" and body_type != FLOAT and not nested) or \
+                (name == "sumbuild" and isinstance(body_type, TTuple)) or (nested and rank != 1):
             raise Unsupported(f"{name} of {body_type}", e.span)
         if name == "build":
-            self.emit(f"{t} = _np.empty({size})")
+            self.emit(f"{t} = {_zeros(1 + array_rank(body_type))}" if nested else f"{t} = _np.empty({size})")
         elif body_type == FLOAT:
             self.emit(f"{t} = 0.0")
         elif body_type == INTEGER:
             self.emit(f"{t} = 0")
         else:
-            self.emit(f"{t} = _np.zeros(0)")
+            self.emit(f"{t} = {_zeros(array_rank(body_type))}")
         inner, index = self, []
         for k in range(rank):
             i = self.mod.fresh("i")
@@ -207,20 +231,42 @@ class LoopEmitter(Emitter):
             inner, index = inner.indented(), index + [i]
         var = inner.mod.bind(inner.env, lam.var)
         inner.emit(f"{var} = {index[0] if rank == 1 else '(' + ', '.join(index) + ',)'}")
-        x = inner.atom(lam.body)
-        if name == "build":
+        x = inner.sparse_atom(lam.body) if name == "sumbuild" and nested else inner.atom(lam.body)
+        if isinstance(x, SparseSum):
+            inner.emit(f"if {index[0]} == 0:")
+            inner.indented().emit(f"{t} = _np.zeros({x.shape})")
+            inner.accumulate([t], body_type, x)
+        elif name == "build" and nested:  # rows of one shape: allocated when the first is known
+            inner.emit(f"if {index[0]} == 0:")
+            inner.indented().emit(f"{t} = _np.empty(({size},) + {x}.shape)")
+            inner.emit(f"{t}[{index[0]}] = _shaped({x}, {t}[{index[0]}])")
+        elif name == "build":
             inner.emit(f"{t}[{', '.join(index)}] = {x}")
         elif _float_tensor(body_type):  # first term: a copy; then added in place
             first = " and ".join(f"{i} == 0" for i in index)
             inner.emit(f"if {first}:")
             inner.indented().emit(f"{t} = {x}.copy()")
             inner.emit("else:")
-            inner.indented().emit(f"{t} += _sameshape({t}, {x})")
+            inner.indented().emit(f"{t} += _shaped({x}, {t})")
         else:
             inner.emit(f"{t} += {x}")
         if name == "sumbuild" and _float_tensor(body_type):
             self.emit(f"if {size if rank == 1 else ' * '.join(f'{size}[{k}]' for k in range(rank))} == 0:")
             self.indented().emit('raise ValueError("sumbuild of no vectors")')
+
+    def sum(self, t: str, v: str, elem: Type) -> None:
+        """Sequential, as the interpreter adds; a vector sum is accumulated in place."""
+        k = self.mod.fresh("i")
+        if elem == FLOAT:
+            self.emit(f"{t} = 0.0")
+            self.emit(f"for {k} in range({v}.shape[0]):")
+            self.indented().emit(f"{t} += {v}[{k}]")
+            return
+        self.emit(f"if {v}.shape[0] == 0:")
+        self.indented().emit('raise ValueError("sum of no vectors")')
+        self.emit(f"{t} = {v}[0].copy()")
+        self.emit(f"for {k} in range(1, {v}.shape[0]):")
+        self.indented().emit(f"{t} += {v}[{k}]")
 
     def fold(self, t: str, lam: ir.Lam, init: ir.Expr, vec: ir.Expr) -> None:
         if not _float_tensor(vec.type) or vec.type.rank != 1:
@@ -258,7 +304,7 @@ def _primitive(name: str, types: list[Type], xs: list[str], result: Type) -> str
             return f"_idiv({a}, {b})"
         op = _ARITH.get(name, "/")
         if len(tensors) == 2:
-            return f"{a} {op} _sameshape({b}, {a})"
+            return f"{a} {op} _shaped({b}, {a})"
         return f"{a} {op} {b}"
     if name == "neg":
         return f"-{xs[0]}"
@@ -270,6 +316,17 @@ def _primitive(name: str, types: list[Type], xs: list[str], result: Type) -> str
         return f"{xs[0]} {name} {xs[1]}"
     if name == "not":
         return f"not {xs[0]}"
+    if name in ("max", "min") and types == [TTensor(1, FLOAT)]:
+        return f"_{name}vec({xs[0]})"
+    if name in ("max", "min") and not tensors:  # as the interpreter: NaN wins
+        a, b = xs
+        return f"{a} if {a} {'>=' if name == 'max' else '<='} {b} or {a} != {a} else {b}"
+    if name in ("lgamma", "erf") and not tensors:
+        return f"_math.{name}({xs[0]})"
+    if name == "pi":
+        return repr(math.pi)
+    if name == "pow" and not tensors:
+        return f"{xs[0]} ** float({xs[1]})"
     if name == "to_float":
         return f"float({xs[0]})"
     if name == "bool_to_float":

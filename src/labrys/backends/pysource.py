@@ -211,19 +211,22 @@ class Emitter:
     def lets(self, e: ir.Expr) -> ir.Expr:
         """Emit a let-chain's bindings; return its body."""
         while isinstance(e, ir.Let):
-            if isinstance(e.binder, str) and not isinstance(e.rhs, _NEEDS_TEMP) and self.depth < MAX_DEPTH:
-                py = self.mod.variable(e.binder)
-                self.assign(py, e.rhs)  # the rhs sees the outer binding of a shadowed name
-                self.env[e.binder] = py
-            else:
-                rhs = self.atom(e.rhs)
-                if isinstance(e.binder, str):
-                    self.emit(f"{self.mod.bind(self.env, e.binder)} = {rhs}")
-                else:
-                    names = [self.mod.bind(self.env, n) for n in e.binder]
-                    self.emit(f"{', '.join(names)}, = {rhs}")
+            self.let_step(e)
             e = e.body
         return e
+
+    def let_step(self, e: ir.Let) -> None:
+        if isinstance(e.binder, str) and not isinstance(e.rhs, _NEEDS_TEMP) and self.depth < MAX_DEPTH:
+            py = self.mod.variable(e.binder)
+            self.assign(py, e.rhs)  # the rhs sees the outer binding of a shadowed name
+            self.env[e.binder] = py
+            return
+        rhs = self.atom(e.rhs)
+        if isinstance(e.binder, str):
+            self.emit(f"{self.mod.bind(self.env, e.binder)} = {rhs}")
+        else:
+            names = [self.mod.bind(self.env, n) for n in e.binder]
+            self.emit(f"{', '.join(names)}, = {rhs}")
 
     def check(self, e: ir.Assert, cond: ir.Expr) -> None:
         c = self.atom(cond)

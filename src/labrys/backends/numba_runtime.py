@@ -1,0 +1,48 @@
+"""Helpers of the code the ``compiled`` backend generates (compiled by Numba
+once, cached with the package's other Numba code)."""
+from numba import njit as _njit
+
+
+@_njit(cache=True)
+def _idiv(_a, _b):
+    if _b == 0:
+        raise ZeroDivisionError("Integer division by zero")
+    _q = abs(_a) // abs(_b)
+    return _q if (_a >= 0) == (_b >= 0) else -_q
+
+
+@_njit(cache=True)
+def _checkindex(_i, _n):
+    if _i < 0 or _i >= _n:
+        raise IndexError("index out of range")
+    return _i
+
+
+@_njit(cache=True)
+def _maxvec(_v):
+    if _v.shape[0] == 0:
+        raise ValueError("max of an empty vector")
+    _m = _v[0]
+    for _k in range(1, _v.shape[0]):
+        if _v[_k] > _m or _v[_k] != _v[_k]:
+            _m = _v[_k]
+    return _m
+
+
+@_njit(cache=True)
+def _minvec(_v):
+    if _v.shape[0] == 0:
+        raise ValueError("min of an empty vector")
+    _m = _v[0]
+    for _k in range(1, _v.shape[0]):
+        if _v[_k] < _m or _v[_k] != _v[_k]:
+            _m = _v[_k]
+    return _m
+
+
+@_njit(cache=True)
+def _shaped(_x, _like):
+    """_x, checked to have _like's shape (NumPy would broadcast a size-1 axis)."""
+    if _x.shape != _like.shape:
+        raise ValueError("tensor sizes differ")
+    return _x
