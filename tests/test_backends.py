@@ -115,3 +115,45 @@ def test_errors_at_the_interpreters_positions(backend: str, call) -> None:
 def test_unknown_backend_is_a_labrys_error() -> None:
     with pytest.raises(labrys.LabrysError, match="unknown backend 'fast'"):
         labrys.load("(def f Float (x : Float) x)", backend="fast")
+
+
+# --- fallback notes, the cache, the command line ---------------------------------------
+
+def test_closures_fall_back_with_a_note(capsys) -> None:
+    from labrys.cli.main import main
+
+    assert main(["run", str(ROOT / "examples" / "closures.ks"), "--backend", "compiled"]) == 0
+    out, err = capsys.readouterr()
+    assert same_output(out, (ROOT / "examples" / "expected" / "closures.out").read_text())
+    notes = [line for line in err.splitlines() if line.startswith("labrys: note: ")]
+    assert notes and all("runs on the python backend: " in n and "closures.ks:" in n for n in notes)
+    assert any("lambda at " in n for n in notes)
+
+
+def test_compiled_module_reports_compile_time_and_uses_the_cache(tmp_path, monkeypatch, capsys) -> None:
+    from labrys.cli.main import main
+
+    monkeypatch.setenv("LABRYS_CACHE_DIR", str(tmp_path))
+    src = "(def f Float (v : Vec Float) (sumbuild (size v) (lam (i : Integer) (mul 2.0 (index i v)))))"
+    m = labrys.load(src, backend="compiled")
+    assert m.f([1.0, 2.0]) == 6.0
+    assert m.compile_seconds > 0 and not m.backend.fallbacks
+    assert list(tmp_path.glob("labrys_*.py"))
+    assert main(["cache", "info"]) == 0
+    assert "1 compiled modules" in capsys.readouterr().out
+    assert main(["cache", "clear"]) == 0
+    assert not tmp_path.exists()
+
+
+def test_run_timings(capsys) -> None:
+    from labrys.cli.main import main
+
+    assert main(["run", str(ROOT / "examples" / "fold.ks"), "--backend", "python", "--timings"]) == 0
+    assert "labrys: python backend: compile " in capsys.readouterr().err
+
+
+def test_ragged_input_runs_on_python() -> None:
+    m = labrys.load("(def f Float (m : Vec (Vec Float)) (sumbuild (size m) (lam (i : Integer) (sum (index i m)))))",
+                    backend="compiled")
+    assert m.f([[1.0, 2.0], [3.0, 4.0]]) == 10.0
+    assert m.f([[1.0], [2.0, 3.0, 4.0]]) == 10.0

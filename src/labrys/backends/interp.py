@@ -87,7 +87,7 @@ class Interpreter:
         if isinstance(d, ir.Def):
             return self.compile_def(self.checked.typed(d))
         if isinstance(d, ir.Edef):
-            return self.external(sig) or _missing_edef(sig, None)
+            return self.external(sig) or missing_edef(sig, None)
         if self.derived is None:
             raise LabrysError(f"{show_name(sig.name)}: derived functions need a labrys.Module", d.span)
         return self.derived.function_for(sig, self.compile_def)
@@ -181,7 +181,7 @@ class Interpreter:
         span = e.span
         if isinstance(target, Signature):
             if isinstance(target.decl, ir.Edef) and self.external(target) is None:
-                return _missing_edef(target, span)
+                return missing_edef(target, span)
             cell = self.cell(target)
             return lambda fr: cell[0](arg(fr))
         return _prim_call(target, target.impl(e.arg.type), arg, span)
@@ -234,7 +234,7 @@ class Interpreter:
         return check
 
 
-def _missing_edef(sig: Signature, span: Span | None) -> Callable:
+def missing_edef(sig: Signature, span: Span | None) -> Callable:
     def missing(*_):
         raise LabrysError(f"edef '{show_name(sig.name)}' has no implementation "
                           "(supply one with Module.implement)", span or sig.decl.span,

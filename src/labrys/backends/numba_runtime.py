@@ -19,24 +19,15 @@ def _checkindex(_i, _n):
 
 
 @_njit(cache=True)
-def _maxvec(_v):
+def _extremum(_v, _largest):
+    """The largest (or smallest) element of a Vec Float; NaN wins, as in the interpreter."""
     if _v.shape[0] == 0:
-        raise ValueError("max of an empty vector")
+        raise ValueError("max or min of an empty vector")
     _m = _v[0]
     for _k in range(1, _v.shape[0]):
-        if _v[_k] > _m or _v[_k] != _v[_k]:
-            _m = _v[_k]
-    return _m
-
-
-@_njit(cache=True)
-def _minvec(_v):
-    if _v.shape[0] == 0:
-        raise ValueError("min of an empty vector")
-    _m = _v[0]
-    for _k in range(1, _v.shape[0]):
-        if _v[_k] < _m or _v[_k] != _v[_k]:
-            _m = _v[_k]
+        _x = _v[_k]
+        if (_x > _m if _largest else _x < _m) or _x != _x:
+            _m = _x
     return _m
 
 

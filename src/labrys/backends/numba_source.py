@@ -31,7 +31,7 @@ HEADER = '''import math as _math
 import numpy as _np
 from numba import njit as _njit
 
-from labrys.backends.numba_runtime import _checkindex, _idiv, _maxvec, _minvec, _shaped
+from labrys.backends.numba_runtime import _checkindex, _extremum, _idiv, _shaped
 
 _nan = float("nan")
 _inf = float("inf")
@@ -317,7 +317,7 @@ def _primitive(name: str, types: list[Type], xs: list[str], result: Type) -> str
     if name == "not":
         return f"not {xs[0]}"
     if name in ("max", "min") and types == [TTensor(1, FLOAT)]:
-        return f"_{name}vec({xs[0]})"
+        return f"_extremum({xs[0]}, {name == 'max'})"
     if name in ("max", "min") and not tensors:  # as the interpreter: NaN wins
         a, b = xs
         return f"{a} if {a} {'>=' if name == 'max' else '<='} {b} or {a} != {a} else {b}"

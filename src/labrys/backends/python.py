@@ -22,7 +22,7 @@ from ..ir.names import show_name
 from ..types.checker import Signature
 from ..util.deep import deep
 from ..values import Inj, PrimError
-from .interp import Interpreter, _missing_edef
+from .interp import Interpreter, missing_edef
 from .pysource import Hooks, Namespace, PyModuleSource
 
 _serial = itertools.count(1)
@@ -42,7 +42,7 @@ class PythonBackend(Interpreter, Hooks):
         target = self.functions.resolve(e.func, e.arg.type)
         if isinstance(target, Signature):
             if isinstance(target.decl, ir.Edef) and self.external(target) is None:
-                return ns.add("f", _missing_edef(target, e.span)), None
+                return ns.add("f", missing_edef(target, e.span)), None
             return ns.add("c", self.cell(target)) + "[0]", None
         return ns.add("p", target.impl(e.arg.type)), target.name
 
