@@ -157,3 +157,37 @@ def test_ragged_input_runs_on_python() -> None:
                     backend="compiled")
     assert m.f([[1.0, 2.0], [3.0, 4.0]]) == 10.0
     assert m.f([[1.0], [2.0, 3.0, 4.0]]) == 10.0
+
+
+SEMANTICS = """
+(def idiv Integer ((a : Integer) (b : Integer)) (div a b))
+(def extremes (Tuple Float Float Integer Integer) (v : Vec Float) (tuple (max v) (min v) (imax v) (imin v)))
+(def squares (Vec Integer) (n : Integer) (build n (lam (i : Integer) (mul i i))))
+(def fold_ints Integer (n : Integer) (fold (lam (a_x : Tuple Integer Integer) (add (get$1$2 a_x) (get$2$2 a_x)))
+                                          0 (squares n)))
+(def rows (Vec (Vec Float)) (n : Integer) (build n (lam (i : Integer) (build 2 (lam (j : Integer) (to_float (add i j)))))))
+(def ieee Float (x : Float) (add (div 1.0 x) (log x)))
+"""
+
+
+@pytest.mark.parametrize("call", [("idiv", (-7, 2)), ("idiv", (7, -2)), ("idiv", (1, 0)),
+                                  ("extremes", ([1.0, float("nan"), 3.0],)), ("extremes", ([2.0, 5.0, 5.0, -1.0],)),
+                                  ("squares", (4,)), ("fold_ints", (5,)), ("rows", (3,)), ("rows", (0,)),
+                                  ("ieee", (0.0,)), ("ieee", (-1.0,))], ids=str)
+def test_compiled_semantics_are_the_interpreters(call) -> None:
+    name, args = call
+    results = []
+    for backend in ("interp", "compiled"):
+        try:
+            results.append(labrys.load(SEMANTICS, backend=backend).function(name)(*args))
+        except labrys.LabrysError as exc:
+            results.append(str(exc))
+    want, got = results
+    assert exact(got) == exact(want)
+
+
+def exact(v):
+    """A value as nested lists of reprs: compares NaN with NaN and keeps int apart from float."""
+    if isinstance(v, (tuple, list, np.ndarray)):
+        return [exact(x) for x in v]
+    return repr(v) if isinstance(v, str) else f"{type(v).__name__} {v!r}"

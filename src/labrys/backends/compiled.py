@@ -104,6 +104,8 @@ def numba_type(t: Type):
         return types.boolean
     if isinstance(t, TTuple):
         return types.Tuple(tuple(numba_type(e) for e in t.elems))
+    if t.elem == INTEGER:
+        return types.Array(types.int64, t.rank, "C")
     return types.Array(types.float64, array_rank(t), "C")
 
 
@@ -115,6 +117,8 @@ def to_machine(t: Type) -> Callable[[Any], Any]:
     """Run-time value → the compiled representation (contiguous float64 arrays)."""
     if isinstance(t, TTensor) and t.elem == FLOAT:
         return lambda v: np.ascontiguousarray(dense(v), dtype=np.float64)
+    if isinstance(t, TTensor) and t.elem == INTEGER:  # an object array of ints
+        return lambda v: np.asarray(v, dtype=object).astype(np.int64)
     if isinstance(t, TTensor):
         row, rank = to_machine(t.elem), array_rank(t)
 
@@ -134,6 +138,8 @@ def to_machine(t: Type) -> Callable[[Any], Any]:
 
 def from_machine(t: Type) -> Callable[[Any], Any] | None:
     """The compiled representation → the run-time value (None: the same)."""
+    if isinstance(t, TTensor) and t.elem == INTEGER:
+        return lambda a: make_vec(INTEGER, [int(x) for x in a.flat], a.shape)
     if isinstance(t, TTensor) and t.elem != FLOAT:
         row = from_machine(t.elem) or (lambda x: x)
         return lambda a: make_vec(t.elem, [row(x) for x in a])

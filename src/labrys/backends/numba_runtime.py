@@ -32,6 +32,21 @@ def _extremum(_v, _largest):
 
 
 @_njit(cache=True)
+def _argextremum(_v, _largest):
+    """The index of the first largest (or smallest) element; of the first NaN if any (NumPy's argmax)."""
+    if _v.shape[0] == 0:
+        raise ValueError("imax or imin of an empty vector")
+    _best = 0
+    for _k in range(_v.shape[0]):
+        _x = _v[_k]
+        if _x != _x:
+            return _k
+        if _x > _v[_best] if _largest else _x < _v[_best]:
+            _best = _k
+    return _best
+
+
+@_njit(cache=True)
 def _shaped(_x, _like):
     """_x, checked to have _like's shape (NumPy would broadcast a size-1 axis)."""
     if _x.shape != _like.shape:

@@ -31,7 +31,7 @@ HEADER = '''import math as _math
 import numpy as _np
 from numba import njit as _njit
 
-from labrys.backends.numba_runtime import _checkindex, _extremum, _idiv, _shaped
+from labrys.backends.numba_runtime import _argextremum, _checkindex, _extremum, _idiv, _shaped
 
 _nan = float("nan")
 _inf = float("inf")
@@ -55,7 +55,12 @@ def representable(t: Type) -> bool:
         return True
     if isinstance(t, TTuple):
         return all(representable(e) for e in t.elems)
-    return array_rank(t) is not None
+    return array_rank(t) is not None or int_array(t)
+
+
+def int_array(t: Type) -> bool:
+    """``Tensor N Integer``: an int64 array (no arithmetic on it is compiled)."""
+    return isinstance(t, TTensor) and t.elem == INTEGER
 
 
 def array_rank(t: Type) -> int | None:
@@ -199,7 +204,7 @@ class LoopEmitter(TangentMixin, Emitter):
             return
         types = [a.type for a in args]
         xs = [self.atom(a) for a in args]
-        if name == "sum" and _float_tensor(types[0]) and types[0].rank == 1:
+        if name == "sum" and (_float_tensor(types[0]) or types[0] == TTensor(1, INTEGER)) and types[0].rank == 1:
             return self.sum(t, xs[0], types[0].elem)
         code = _primitive(name, types, xs, e.type)
         if code is None:
@@ -213,11 +218,12 @@ class LoopEmitter(TangentMixin, Emitter):
         rank = len(n.type.elems) if isinstance(n.type, TTuple) else 1
         body_type = lam.body.type
         nested = _float_tensor(body_type)
-        if not representable(body_type) or (name == "build" and body_type != FLOAT and not nested) or \
-                (name == "sumbuild" and isinstance(body_type, TTuple)) or (nested and rank != 1):
+        if not (body_type in (FLOAT, INTEGER) or nested) or (nested and rank != 1):
             raise Unsupported(f"{name} of {body_type}", e.span)
-        if name == "build":
-            self.emit(f"{t} = {_zeros(1 + array_rank(body_type))}" if nested else f"{t} = _np.empty({size})")
+        if name == "build" and nested:
+            self.emit(f"{t} = {_zeros(1 + array_rank(body_type))}")
+        elif name == "build":
+            self.emit(f"{t} = _np.empty({size}{', _np.int64' if body_type == INTEGER else ''})")
         elif body_type == FLOAT:
             self.emit(f"{t} = 0.0")
         elif body_type == INTEGER:
@@ -257,8 +263,8 @@ class LoopEmitter(TangentMixin, Emitter):
     def sum(self, t: str, v: str, elem: Type) -> None:
         """Sequential, as the interpreter adds; a vector sum is accumulated in place."""
         k = self.mod.fresh("i")
-        if elem == FLOAT:
-            self.emit(f"{t} = 0.0")
+        if elem in (FLOAT, INTEGER):
+            self.emit(f"{t} = {'0.0' if elem == FLOAT else '0'}")
             self.emit(f"for {k} in range({v}.shape[0]):")
             self.indented().emit(f"{t} += {v}[{k}]")
             return
@@ -269,7 +275,7 @@ class LoopEmitter(TangentMixin, Emitter):
         self.indented().emit(f"{t} += {v}[{k}]")
 
     def fold(self, t: str, lam: ir.Lam, init: ir.Expr, vec: ir.Expr) -> None:
-        if not _float_tensor(vec.type) or vec.type.rank != 1:
+        if not (_float_tensor(vec.type) or int_array(vec.type)) or vec.type.rank != 1:
             raise Unsupported(f"fold over {vec.type}", vec.span)
         self.emit(f"{t} = {self.atom(init)}")
         v = self.atom(vec)
@@ -316,6 +322,8 @@ def _primitive(name: str, types: list[Type], xs: list[str], result: Type) -> str
         return f"{xs[0]} {name} {xs[1]}"
     if name == "not":
         return f"not {xs[0]}"
+    if name in ("imax", "imin"):
+        return f"_argextremum({xs[0]}, {name == 'imax'})"
     if name in ("max", "min") and types == [TTensor(1, FLOAT)]:
         return f"_extremum({xs[0]}, {name == 'max'})"
     if name in ("max", "min") and not tensors:  # as the interpreter: NaN wins

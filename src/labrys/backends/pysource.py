@@ -238,10 +238,8 @@ class Emitter:
         fn = Function(self.mod.fresh("lam"), [])
         env = dict(self.env)
         fn.params.append(self.mod.bind(env, e.var))
-        self.mod.functions.append(fn)  # a closure needs its enclosing scope: emitted inline
-        inner = Emitter(self.mod, fn, env, self.depth + 2)
-        inner.tail(e.body)
-        self.mod.functions.remove(fn)
+        # a closure needs its enclosing scope: its lines go inline, two levels in (def, try)
+        Emitter(self.mod, fn, env, self.depth + 2).tail(e.body)
         self.emit(f"def {fn.name}({fn.params[0]}):")
         self.emit("    try:")
         self.fn.lines.extend(fn.lines)
