@@ -160,6 +160,12 @@ class CompiledBackend(PythonBackend):
     def compile_def(self, d: ir.Def) -> Callable[[Any], Any]:
         start = time.perf_counter()
         try:
+            return self._compile(d)
+        finally:
+            self.compile_seconds += time.perf_counter() - start
+
+    def _compile(self, d: ir.Def) -> Callable[[Any], Any]:
+        try:
             mod = NumbaModuleSource(self)
             entry = mod.add_def(d)
             text = mod.text()
@@ -174,7 +180,6 @@ class CompiledBackend(PythonBackend):
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             return self.fall_back(d, f"Numba could not compile it ({first[:120]})")
         self.sources[show_name(d.name)] = text
-        self.compile_seconds += time.perf_counter() - start
         return self._entry(d, fn)
 
     def fall_back(self, d: ir.Def, why: str) -> Callable[[Any], Any]:
@@ -182,7 +187,7 @@ class CompiledBackend(PythonBackend):
         if name not in self.fallbacks:
             note(f"{name} runs on the python backend: {why}")
         self.fallbacks[name] = why
-        return PythonBackend.compile_def(self, d)
+        return self.generate(d)
 
     def _entry(self, d: ir.Def, compiled: Any) -> Callable[[Any], Any]:
         convert = [to_machine(p.type) for p in d.params]
@@ -192,7 +197,7 @@ class CompiledBackend(PythonBackend):
 
         def on_python(arg: Any) -> Any:  # Note [Compiled fallback]: the interpreter's error
             if not slow:
-                slow.append(PythonBackend.compile_def(self, d))
+                slow.append(self.generate(d))
             return slow[0](arg)
 
         if len(convert) == 1:
@@ -201,13 +206,13 @@ class CompiledBackend(PythonBackend):
             def run1(arg: Any) -> Any:
                 try:
                     return fn(c(arg))
-                except (ArithmeticError, LookupError, AssertionError, ValueError):
+                except (ArithmeticError, LookupError, AssertionError, ValueError, TypeError):
                     return on_python(arg)
             return run1
 
         def run(arg: Any) -> Any:
             try:
                 return fn(*[c(x) for c, x in zip(convert, arg)])
-            except (ArithmeticError, LookupError, AssertionError, ValueError):
+            except (ArithmeticError, LookupError, AssertionError, ValueError, TypeError):
                 return on_python(arg)
         return run

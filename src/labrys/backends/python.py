@@ -55,6 +55,13 @@ class PythonBackend(Interpreter, Hooks):
     @deep
     def compile_def(self, d: ir.Def) -> Callable[[Any], Any]:
         start = time.perf_counter()
+        try:
+            return self.generate(d)
+        finally:
+            self.compile_seconds += time.perf_counter() - start
+
+    def generate(self, d: ir.Def) -> Callable[[Any], Any]:
+        """d as generated Python source, compiled and loaded."""
         mod = PyModuleSource(self)
         entry = mod.add_def(d)
         text = mod.text()
@@ -65,7 +72,6 @@ class PythonBackend(Interpreter, Hooks):
         linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
         exec(code, namespace)
         self.sources[show_name(d.name)] = text
-        self.compile_seconds += time.perf_counter() - start
         return namespace[entry]
 
 
