@@ -574,7 +574,8 @@ def _has_float(t: Type) -> bool:
     return False
 
 
-def _check_random_program(gen, data) -> None:
+def _check_random_program(gen, data, revs=("rev",), fwds=("fwd",)) -> None:
+    """Each reverse derivation against finite differences and against each forward one."""
     d = gen.entry_def
     types = [p.type for p in d.params]
     assume(any(_has_float(t) for t in types))
@@ -591,12 +592,13 @@ def _check_random_program(gen, data) -> None:
         assume(False)
     dx = data.draw(tangent_values(d.arg_type if len(args) == 1 else TTuple(tuple(types)), x), label="dx")
     dx = coerce_tangent(dx, x)
-    rev = m.derive("rev", gen.entry)
-    fwd = m.derive("fwd", gen.entry)
-    g = rev(x, 1.0)
-    assert_tangent_of(g, x, f"[rev {gen.entry}] of\n{text}")
-    fd_check(primal, x, dx, inner(g, dx), f"[rev {gen.entry}] vs finite differences at {x!r} of\n{text}")
-    dot_check(g, dx, 1.0, fwd(x, dx), f"[rev] vs [fwd] at {x!r} of\n{text}")
+    forward = {name: m.derive(name, gen.entry)(x, dx) for name in fwds}
+    for name in revs:
+        g = m.derive(name, gen.entry)(x, 1.0)
+        assert_tangent_of(g, x, f"[{name} {gen.entry}] of\n{text}")
+        fd_check(primal, x, dx, inner(g, dx), f"[{name} {gen.entry}] vs finite differences at {x!r} of\n{text}")
+        for other, dy in forward.items():
+            dot_check(g, dx, 1.0, dy, f"[{name}] vs [{other}] at {x!r} of\n{text}")
 
 
 def coerce_tangent(t: Any, like: Any) -> Any:

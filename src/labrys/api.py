@@ -195,13 +195,15 @@ class Derivative:
         self.module, self.derivation, self.sig = module, derivation, sig
         derived = module.derivations.derive(derivation, sig, strategy)
         self.stages = derived.stages
+        self.support = derived.support  # generated defs it calls (seed 004's [delta f] …)
         self.d = derived.d if optimise or "unoptimised" not in derived.stages else \
             check_def(derived.stages["unoptimised"], module.checked.functions)
         self._code = None
 
     @property
     def source(self) -> str:
-        return show_decl(self.d)
+        """`.ks` text of the derived def, after the generated defs it calls."""
+        return "\n\n".join(show_decl(d) for d in (*self.support, self.d))
 
     def __call__(self, *args: Any) -> Any:
         if self._code is None:

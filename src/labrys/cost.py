@@ -16,11 +16,11 @@ import numpy as np
 
 from .api import Derivative, Module
 from .errors import LabrysError
-from .ir.types import FLOAT, TBase, TTensor, TTuple, Type
+from .ir.types import FLOAT, TBase, TSum, TTensor, TTuple, Type
 from .prelude.registry import METER
 from .types.tangent import tangent_type
 from .util.deep import run_deep
-from .values import from_python
+from .values import Inj, from_python
 
 FORWARD = {"fwd", "fwdt"}
 
@@ -47,6 +47,9 @@ def sized_value(t: Type, n: int, rng: np.random.Generator, tangent: bool = False
                 return rng.uniform(-1, 1, shape) if tangent else rng.uniform(0.5, 1.5, shape)
             flat = [sized_value(elem, n, rng, tangent, random_integers) for _ in range(n ** rank)]
             return flat if rank == 1 else np.array(flat, dtype=object).reshape(shape)
+        case TSum(a, b):
+            left = bool(rng.integers(0, 2))
+            return Inj(left, sized_value(a if left else b, n, rng, tangent, random_integers))
     raise LabrysError(f"cannot make sized inputs of type {t}")
 
 

@@ -16,7 +16,7 @@ from ..ir.names import DerivedName, erase_types, show_name
 from ..ir.traverse import FreshNames, all_names, nodes
 from ..opt.anf import desugar_map
 from ..ir.types import TTuple
-from ..opt.anf import anf
+from ..opt.anf import anf, rename_apart
 from ..opt.cse import cse
 from ..opt.inline import inline_calls
 from ..opt.rules import apply_rules, program_rules
@@ -25,9 +25,14 @@ from ..prelude import Primitive, lookup
 from ..prelude.linear_maps import LinearMap
 from ..types.checker import CheckedProgram, Signature, check_def
 from ..types.tangent import tangent_type
-from . import knossos
+from . import deltarev, deltarev1, deltarev2, dualfwd, knossos
+from .dual_numbers import translate_def
+from .scalarise import scalarise
 
-ALGORITHMS = {"D", "fwd", "rev", "Dt", "fwdt"}
+# seed 004: each algorithm's wrapper, and the translation [dual f] / [delta f] … it calls
+DUAL_FAMILY = {m.REALS.algorithm: m for m in (dualfwd, deltarev1, deltarev2, deltarev)}
+TRANSLATIONS = {m.REALS.derivation: m.REALS for m in DUAL_FAMILY.values()}
+ALGORITHMS = {"D", "fwd", "rev", "Dt", "fwdt", *DUAL_FAMILY, *TRANSLATIONS}
 STRATEGIES = ("tupled", "plain")  # how [fwd f] calls its callees (K2); the first is the default
 
 
@@ -83,6 +88,8 @@ class Derivations:
                               f"(write (def [{derivation} {show_name(sig.name)}] ...) by hand)", sig.decl.span)
         d = self.checked.typed(sig.decl)
         fresh = FreshNames(all_names(d.body) | {p.name for p in d.params})
+        if derivation in TRANSLATIONS or derivation in DUAL_FAMILY:
+            return self._dual_numbers(derivation, sig, d, fresh)
         d = check_def(ir.Def(d.name, d.ret, d.params, desugar_map(d.body, fresh), span=d.span), self.functions)
         prep = knossos.prepare(d, bind_tail=derivation in ("fwdt", "Dt"))
         jac, nabla = knossos.jacobian(prep)
@@ -111,6 +118,40 @@ class Derivations:
         stages["optimised"] = opt
         return Derived(opt, stages)
 
+    def _dual_numbers(self, derivation: str, sig: Signature, d: ir.Def, fresh: FreshNames) -> "Derived":
+        """Seed 004: the translation [dual f] / [delta f] …, or an algorithm's wrapper."""
+        if derivation in TRANSLATIONS:
+            apart = check_def(ir.Def(d.name, d.ret, d.params, rename_apart(d.body, fresh), span=d.span),
+                              self.functions)  # the final anf floats lets: no binder may shadow another
+            scalar = scalarise(apart, fresh, self.functions)
+            translated = check_def(translate_def(scalar, TRANSLATIONS[derivation], self.functions, fresh),
+                                   self.functions)
+            body = simplify(translated.body)
+            opt = check_def(ir.Def(translated.name, translated.ret, translated.params, body, span=d.span),
+                            self.functions)
+            return Derived(opt, {"original": d, "scalarised": scalar, "translated": translated, "optimised": opt})
+        module = DUAL_FAMILY[derivation]
+        wrapper = check_def(module.wrapper(d), self.functions)
+        support = self.translations_reached(module.REALS.derivation, sig)
+        return Derived(wrapper, {"original": d, "optimised": wrapper}, support)
+
+    def translations_reached(self, translation: str, sig: Signature) -> tuple[ir.Def, ...]:
+        """[translation f] and the translations of every function it calls, transitively."""
+        out, seen, todo = [], {id(sig)}, [sig]
+        while todo:
+            made = self.derive(translation, todo.pop()).d
+            out.append(made)
+            for x in nodes(made.body):
+                if isinstance(x, (ir.Call, ir.FnRef)) and isinstance(x.func, DerivedName) \
+                        and x.func.derivation == translation:
+                    called = self.functions.resolve(x.func, x.arg.type) if isinstance(x, ir.Call) \
+                        else self.functions.by_name(x.func)
+                    base = self.base_of(called) if isinstance(called, Signature) else None
+                    if isinstance(base, Signature) and id(base) not in seen:
+                        seen.add(id(base))
+                        todo.append(base)
+        return tuple(out)
+
     def function_for(self, sig: Signature, compile_def: Callable[[ir.Def], Callable]) -> Callable:
         """Run-time code for the derived signature ``sig`` (called by the interpreter)."""
         deriv = sig.name.derivation
@@ -136,10 +177,11 @@ def calls_only_primitives(d: ir.Def) -> bool:
 
 
 class Derived:
-    """A generated def and the stages that produced it."""
+    """A generated def, the stages that produced it, and the generated defs it
+    calls that a reader needs to see it whole (seed 004's translations)."""
 
-    def __init__(self, d: ir.Def, stages: dict[str, ir.Def]) -> None:
-        self.d, self.stages = d, stages
+    def __init__(self, d: ir.Def, stages: dict[str, ir.Def], support: tuple[ir.Def, ...] = ()) -> None:
+        self.d, self.stages, self.support = d, stages, support
 
 
 def primitive_rule_def(deriv: str, prim: Primitive, arg_type, functions) -> ir.Def:

@@ -234,7 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("file", metavar="FILE")
     show.add_argument("fn", metavar="FN", help="the function, e.g. f or '[f Float]'")
     show.add_argument("--stages", action="store_true", help="print every stage: Jacobian, fwd, rev, CSE")
-    show.add_argument("--deriv", default="rev", metavar="NAME", help="derivation to print (D, fwd, rev)")
+    show.add_argument("--deriv", default="rev", metavar="NAME",
+                      help="derivation to print: D, fwd, rev, Dt, fwdt, dualfwd, deltarev1, deltarev2, deltarev")
     show.add_argument("--unoptimised", action="store_true", help="print the derivation before optimisation")
     show.set_defaults(handler=cmd_show)
 

@@ -34,6 +34,6 @@ def show(path: str, fn: str, stages: bool, derivation: str, optimise: bool) -> i
             highlight(show_decl(d))
         return 0
     derived = module.derive(derivation, fn, optimise=optimise)
-    highlight(show_decl(derived.d))
+    highlight(derived.source)
     return 0
 

@@ -66,8 +66,9 @@ FLOAT = TBase("Float")
 INTEGER = TBase("Integer")
 BOOL = TBase("Bool")
 STRING = TBase("String")
+DELTA = TBase("Delta")  # the derivative part of a real in deltarev2/deltarev (seed 004 §6–7)
 UNIT = TTuple(())
-BASE_TYPES = {t.name: t for t in (FLOAT, INTEGER, BOOL, STRING)}
+BASE_TYPES = {t.name: t for t in (FLOAT, INTEGER, BOOL, STRING, DELTA)}
 
 
 def Vec(elem: Type) -> TTensor:

@@ -20,7 +20,7 @@ from ..ir.types import FLOAT, TTuple
 from ..prelude import lookup
 from ..util.deep import deep
 
-IMPURE = {"print", "pr", "$trace", "$check", "$BENCH"}
+IMPURE = {"print", "pr", "$trace", "$check", "$BENCH", "deltaLet"}  # deltaLet: Note [The monad as the tape]
 FOLDABLE = {"add", "sub", "mul", "div", "neg", "exp", "log", "sin", "cos", "sqrt", "tanh", "to_float",
             "eq", "ne", "lt", "gt", "lte", "gte", "and", "or", "not", "max", "min", "pow", "abs"}
 
@@ -97,7 +97,7 @@ class _Simplifier:
                 self.changed = True
             else:
                 if isinstance(binder, str) and isinstance(rhs, ir.Tuple) and \
-                        (all(map(is_atom, rhs.elems)) or self.uses[binder] == 1):
+                        (all(map(is_atom, rhs.elems)) or self.uses[binder] == 1 and is_pure(rhs)):
                     self.tuples[binder] = rhs
                 if isinstance(binder, str) and isinstance(rhs, ir.Call) and rhs.func in ("build", "constVec") \
                         and isinstance(rhs.arg, ir.Tuple) and is_atom(rhs.arg.elems[0]):

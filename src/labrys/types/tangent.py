@@ -2,7 +2,7 @@
 (LANGUAGE.md §2–3)."""
 from __future__ import annotations
 
-from ..ir.types import FLOAT, TLM, TLam, TSum, TTensor, TTuple, Type, UNIT
+from ..ir.types import DELTA, FLOAT, TLM, TLam, TSum, TTensor, TTuple, Type, UNIT
 
 
 def tangent_type(t: Type) -> Type:
@@ -64,10 +64,38 @@ def _tupled(conv):
     return signature
 
 
+def dual_type(t: Type, image: Type) -> Type:
+    """The dual-number type map of seed 004 (Fig. 3 / Fig. 9): every Float becomes
+    ``(Tuple Float image)``, leaves stay, and ×, +, →, Vec are mapped homomorphically."""
+    match t:
+        case TTuple(elems):
+            return TTuple(tuple(dual_type(e, image) for e in elems))
+        case TTensor(rank, elem):
+            return TTensor(rank, dual_type(elem, image))
+        case TSum(a, b):
+            return TSum(dual_type(a, image), dual_type(b, image))
+        case TLam(a, b):
+            return TLam(dual_type(a, image), dual_type(b, image))
+        case TLM():
+            raise ValueError(f"a linear map {t} has no dual-number type")
+    return TTuple((FLOAT, image)) if t == FLOAT else t
+
+
+def _dual(image: Type):
+    return lambda s, t: (dual_type(s, image), dual_type(t, image))
+
+
+# The image of a real's derivative part in each dual-number translation (seed 004):
+# dual (Fw, §4) a tangent; delta1 (D1, §5) the input's cotangent as a flat vector,
+# Note [D1 cotangents] in labrys.ad.deltarev1; delta2 / delta (D2 §6, D §7) a Delta.
+DUAL_IMAGES = {"dual": FLOAT, "delta1": TTensor(1, FLOAT), "delta2": DELTA, "delta": DELTA}
+
 CONVENTIONS = {
     "fwd": _fwd, "rev": _rev, "D": _jacobian, "sufrev": _rev,
     "fwdt": _tupled(_fwd), "Dt": _tupled(_jacobian),
     "CL": lambda s, t: (s, t), "shape": lambda s, t: (s, shape_type(t)),
+    "dualfwd": _fwd, "deltarev1": _rev, "deltarev2": _rev, "deltarev": _rev,
+    **{name: _dual(image) for name, image in DUAL_IMAGES.items()},
 }
 # Derivations whose signature depends on the generated code (the BOG type of
 # split reverse mode): a gdef of them is accepted; calls need the algorithm.
