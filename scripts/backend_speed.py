@@ -64,6 +64,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--backends", default="interp,python,compiled")
+    ap.add_argument("--only", help="run the programs whose name contains this")
     opts = ap.parse_args()
     os.environ.setdefault("LABRYS_CACHE_DIR", tempfile.mkdtemp(prefix="labrys-speed-"))
     backends = opts.backends.split(",")
@@ -71,6 +72,8 @@ def main() -> None:
     print("| program | " + " | ".join(backends) + " | compiled: compile time |")
     print("| --- |" + " --- |" * (len(backends) + 1))
     for name, src, fn, deriv, args in cases(opts.n):
+        if opts.only and opts.only not in name:
+            continue
         cells, compile_note = [], ""
         for b in backends:
             median, compile_s, _ = run(src, fn, deriv, args, b, opts.repeat)

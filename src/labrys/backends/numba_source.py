@@ -19,7 +19,7 @@ import math
 from ..errors import Span
 from ..ir import nodes as ir
 from ..ir.names import show_name
-from ..ad import ALGORITHMS
+from ..ad import ALGORITHMS, primitive_rule_def
 from ..ir.types import BOOL, FLOAT, INTEGER, TTensor, TTuple, Type
 from ..types.checker import Signature
 from ..prelude import Primitive
@@ -120,11 +120,14 @@ class NumbaModuleSource(PyModuleSource):
         if isinstance(sig.decl, ir.Def):
             return self.hooks.checked.typed(sig.decl)
         derived = self.hooks.derived
-        if isinstance(sig.decl, ir.Gdef) and derived is not None:
+        deriv = sig.name.derivation if isinstance(sig.decl, ir.Gdef) else None
+        if deriv is not None and derived is not None:  # as Derivations.function_for
             base = derived.base_of(sig)
-            if not isinstance(base, Primitive) and sig.name.derivation in ALGORITHMS:
-                return derived.derive(sig.name.derivation, base).d
-        raise Unsupported(f"call of {show_name(sig.name)} (an edef, or a derivative of a primitive)", span)
+            if isinstance(base, Primitive) and deriv != "D":
+                return primitive_rule_def(deriv, base, sig.primal, self.hooks.functions)
+            if not isinstance(base, Primitive) and deriv in ALGORITHMS:
+                return derived.derive(deriv, base).d
+        raise Unsupported(f"call of {show_name(sig.name)} (an edef, or a linear map [D p])", span)
 
     def text(self) -> str:
         size = sum(len(fn.lines) for fn in self.functions)
