@@ -257,7 +257,8 @@ class Emitter:
         self.mod.functions.append(fn)
         type(self)(self.mod, fn, env).tail(e)
         t = self.mod.fresh()
-        self.emit(f"{t} = {fn.name}({', '.join(self.env[n] for n in names)})")
+        args = [self.atom(ir.Var(n)) for n in names]  # atom: a backend may hold symbolic values
+        self.emit(f"{t} = {fn.name}({', '.join(args)})")
         return t
 
     # --- control ------------------------------------------------------------------
