@@ -23,7 +23,7 @@ from ..ad import ALGORITHMS, primitive_rule_def
 from ..ir.types import BOOL, FLOAT, INTEGER, TTensor, TTuple, Type
 from ..types.checker import Signature
 from ..prelude import Primitive
-from .numba_tangents import SparseSum, TangentMixin
+from .numba_tangents import SparseSum, TangentMixin, rebuild
 from .pysource import Emitter, Function, PyModuleSource
 
 HEADER = '''import math as _math
@@ -89,6 +89,7 @@ class NumbaModuleSource(PyModuleSource):
         super().__init__(backend)
         self.names: dict[int, tuple[str, int]] = {}  # id(signature) -> generated function, arity
         self.active: set[int] = set()
+        self.direct: dict[int, list[str]] = {}  # Note [Nested accumulation]
 
     def add_def(self, d: ir.Def) -> str:
         for p in d.params:
@@ -196,7 +197,9 @@ class LoopEmitter(TangentMixin, Emitter):
         if name == "fold" and isinstance(args[0], ir.Lam):
             return self.fold(t, args[0], args[1], args[2])
         if name == "ts_sumbuild" and isinstance(args[1], ir.Lam) and args[0].type == INTEGER:
-            return self.ts_sumbuild(t, args[0], args[1], args[2])
+            accs = self.ts_sumbuild(args[0], args[1], args[2])
+            self.emit(f"{t} = {rebuild(e.type, accs)}")
+            return
         value = self.sparse_value(e)
         if value is not None:
             self.emit(f"{t} = {self.materialise(value)}")

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir import nodes as ir
+from ..ir.traverse import nodes
 from ..ir.types import FLOAT, INTEGER, TTensor, TTuple, Type
 
 _SPARSE_MAKERS = ("ts_delta", "deltaVec", "ts_add")
@@ -31,6 +32,52 @@ class SparseSum:
     shape: str
     terms: list[tuple[str, str]] = field(default_factory=list)
     base: str | None = None
+
+
+class Added:
+    """A loop's result already added into the enclosing loop's accumulator."""
+
+
+ADDED = Added()
+
+
+def plan_nested_accumulation(direct: dict[int, list[str]], body: ir.Expr, accs: list[str]) -> None:
+    """Note [Nested accumulation]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    Reverse mode nests ts_sumbuild loops: the body of the outer one binds
+    ``((ra rb) (ts_sumbuild ...))`` and returns ``(tuple ra rb ...)``.  Summed
+    into zeros and then into the outer accumulators, the inner loop would cost
+    the size of the whole gradient per outer iteration.  A variable the inner
+    loop binds that is used only as a component of the body's result is
+    added straight into the outer accumulator of that component; ``direct``
+    maps the let to those accumulators (None for the other variables, which
+    get accumulators of their own)."""
+    chain, e = [], body
+    while isinstance(e, ir.Let):
+        chain.append(e)
+        e = e.body
+    parts = e.elems if isinstance(e, ir.Tuple) and len(accs) > 1 else (e,)
+    if len(parts) != len(accs):
+        return
+    slot = {x.name: k for k, x in enumerate(parts) if isinstance(x, ir.Var)}
+    uses: dict[str, int] = {}
+    for x in [*(let.rhs for let in chain), e]:
+        for node in nodes(x):
+            if isinstance(node, ir.Var):
+                uses[node.name] = uses.get(node.name, 0) + 1
+    bound = [n for let in chain for n in let.names]
+    for let in chain:
+        rhs = let.rhs
+        if not (isinstance(rhs, ir.Call) and rhs.func == "ts_sumbuild" and isinstance(ir.call_args(rhs)[1], ir.Lam)
+                and ir.call_args(rhs)[0].type == INTEGER):
+            continue
+        inner = rhs.type.elems if len(let.names) > 1 else (rhs.type,)
+        if any(isinstance(t, TTuple) for t in inner):
+            continue
+        targets = [accs[slot[n]] if n in slot and uses.get(n) == 1 and bound.count(n) == 1 else None
+                   for n in let.names]
+        if any(targets) and len(set(filter(None, targets))) == len(list(filter(None, targets))):
+            direct[id(let)] = targets
 
 
 def leaves(t: Type, path: str = "") -> list[tuple[str, Type]]:
@@ -62,6 +109,12 @@ class TangentMixin:
     # --- sparse values ----------------------------------------------------------------
 
     def let_step(self, e: ir.Let) -> None:
+        into = self.mod.direct.pop(id(e), None)
+        if into is not None:  # Note [Nested accumulation]
+            accs = self.ts_sumbuild(*ir.call_args(e.rhs), into)
+            for name, target, acc in zip(e.names, into, accs):
+                self.env[name] = ADDED if target else acc
+            return
         if isinstance(e.binder, str) and isinstance(e.rhs, ir.Call) and e.rhs.func in _SPARSE_MAKERS \
                 and _is_array(e.rhs.type):
             value = self.sparse_value(e.rhs)
@@ -87,7 +140,7 @@ class TangentMixin:
     def sparse_value(self, e: ir.Expr):
         """:meth:`sparse_atom` of the forms that make sparse values; None for others."""
         match e:
-            case ir.Var(name) if isinstance(self.env.get(name), SparseSum):
+            case ir.Var(name) if isinstance(self.env.get(name), (SparseSum, Added)):
                 return self.env[name]
             case ir.Let():
                 scope = self.scoped(self.depth)
@@ -136,7 +189,7 @@ class TangentMixin:
             part = value
             for k in _indices(path):
                 part = part[k] if isinstance(part, list) else f"{self.materialise(part)}[{k}]"
-            if leaf == TTuple(()):
+            if leaf == TTuple(()) or part is ADDED:
                 continue
             if isinstance(part, SparseSum):
                 self.add_terms(acc, part)
@@ -147,21 +200,26 @@ class TangentMixin:
             else:
                 self.emit(f"{acc} += {part}")
 
-    def ts_sumbuild(self, t: str, n: ir.Expr, lam: ir.Lam, like: ir.Expr) -> None:
-        result = like.type if lam.body.type == like.type else lam.body.type
+    def ts_sumbuild(self, n: ir.Expr, lam: ir.Lam, like: ir.Expr,
+                    into: list[str | None] | None = None) -> list[str]:
+        """A ts_sumbuild loop; returns its accumulators, one per leaf of the result:
+        fresh zeros, or where ``into`` names one, an enclosing loop's (Note [Nested accumulation])."""
+        result = lam.body.type
         size, base = self.atom(n), self.atom(like)
         accs = []
-        for path, leaf in leaves(result):
-            acc = self.mod.fresh("acc")
-            zero = "0.0" if leaf == FLOAT else "()" if leaf == TTuple(()) else f"_np.zeros({base}{path}.shape)"
-            self.emit(f"{acc} = {zero}")
-            accs.append(acc)
+        for (path, leaf), target in zip(leaves(result), into or [None] * len(leaves(result))):
+            if target is None:
+                target = self.mod.fresh("acc")
+                zero = "0.0" if leaf == FLOAT else "()" if leaf == TTuple(()) else f"_np.zeros({base}{path}.shape)"
+                self.emit(f"{target} = {zero}")
+            accs.append(target)
         i = self.mod.fresh("i")
         self.emit(f"for {i} in range({size}):")
         inner = self.indented()
         inner.env[lam.var] = i
+        plan_nested_accumulation(self.mod.direct, lam.body, accs)
         inner.accumulate(accs, result, inner.sparse_atom(lam.body))
-        self.emit(f"{t} = {rebuild(result, accs)}")
+        return accs
 
     # --- tangent primitives -----------------------------------------------------------
 
