@@ -30,7 +30,6 @@ import importlib.util
 import os
 import shutil
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -40,7 +39,6 @@ from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.types import BOOL, FLOAT, INTEGER, TTensor, TTuple, Type
-from ..util.deep import deep
 from ..values import dense, make_vec
 from .numba_source import NumbaModuleSource, Unsupported, array_rank
 from .python import PythonBackend, note
@@ -156,15 +154,8 @@ class CompiledBackend(PythonBackend):
         super().__init__(*args, **kwargs)
         self.fallbacks: dict[str, str] = {}  # function -> why it runs on python
 
-    @deep
-    def compile_def(self, d: ir.Def) -> Callable[[Any], Any]:
-        start = time.perf_counter()
-        try:
-            return self._compile(d)
-        finally:
-            self.compile_seconds += time.perf_counter() - start
-
-    def _compile(self, d: ir.Def) -> Callable[[Any], Any]:
+    def generate(self, d: ir.Def) -> Callable[[Any], Any]:
+        """d compiled by Numba, or on the python backend with a note saying why."""
         try:
             mod = NumbaModuleSource(self)
             entry = mod.add_def(d)
@@ -187,7 +178,7 @@ class CompiledBackend(PythonBackend):
         if name not in self.fallbacks:
             note(f"{name} runs on the python backend: {why}")
         self.fallbacks[name] = why
-        return self.generate(d)
+        return PythonBackend.generate(self, d)
 
     def _entry(self, d: ir.Def, compiled: Any) -> Callable[[Any], Any]:
         convert = [to_machine(p.type) for p in d.params]
@@ -197,7 +188,7 @@ class CompiledBackend(PythonBackend):
 
         def on_python(arg: Any) -> Any:  # Note [Compiled fallback]: the interpreter's error
             if not slow:
-                slow.append(self.generate(d))
+                slow.append(PythonBackend.generate(self, d))
             return slow[0](arg)
 
         if len(convert) == 1:
