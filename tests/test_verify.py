@@ -70,3 +70,19 @@ def test_verify_one_function_and_the_demo(tmp_path):
     demo = subprocess.run([sys.executable, "-m", "labrys.cli.main", "verify", str(ROOT / "src/labrys/demo.ks")],
                           capture_output=True, text=True, timeout=120)
     assert demo.returncode == 0 and demo.stdout.count("✓") >= 12
+
+
+def test_hand_written_derivative_of_another_overload_is_not_used():
+    """[rev dot] is written for the Vec Float overload only; verifying the Vec (Vec Float)
+    overload must generate its own derivatives, not call the other overload's."""
+    m = labrys.load("""
+(def dot Float ((a : Vec Float) (b : Vec Float)) (sumbuild (size a) (lam (i : Integer) (mul (index i a) (index i b)))))
+(def [rev dot] (Tuple (Vec Float) (Vec Float)) ((ab : Tuple (Vec Float) (Vec Float)) (dr : Float))
+  (let ((a b) ab) (tuple (mul dr b) (mul dr a))))
+(def dot Float ((a : Vec (Vec Float)) (b : Vec (Vec Float)))
+  (sum (build (size a) (lam (i : Integer) (dot (index i a) (index i b))))))
+""")
+    rows = labrys.verify(m)
+    assert [r.function for r in rows] == ["dot", "[rev dot]", "dot"]
+    for row in rows:
+        assert all(c.ok for name, c in row.cells.items()), {k: c.text() for k, c in row.cells.items()}

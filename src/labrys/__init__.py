@@ -7,7 +7,8 @@ from .syntax.parser import parse_expr, parse_program
 from .syntax.printer import show_expr, show_program
 from .types.checker import check_program
 from .types.tangent import tangent_type
+from .verify import verify  # noqa: E402  (after .api, which it uses)
 
 __all__ = ["Derivative", "Function", "LabrysError", "grad", "jvp", "vjp", "METER", "Module", "check_program", "evaluate", "load",
-           "parse_expr", "parse_program", "show_expr", "show_program", "tangent_type"]
+           "parse_expr", "parse_program", "show_expr", "show_program", "tangent_type", "verify"]
 __version__ = "0.1.0"

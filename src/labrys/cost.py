@@ -22,7 +22,7 @@ from .types.tangent import tangent_type
 from .util.deep import run_deep
 from .values import Inj, from_python
 
-FORWARD = {"fwd", "fwdt"}
+FORWARD = {"fwd", "fwdt", "dualfwd"}  # (x, dx) -> dy; the others are (x, dy) -> dx
 
 
 def sized_value(t: Type, n: int, rng: np.random.Generator, tangent: bool = False,

@@ -11,12 +11,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .api import Derivative, Module
+from .api import Derivative, Function, Module
 from .cost import sized_value
 from .errors import LabrysError
 from .ir import nodes as ir
 from .ir.names import DerivedName, TypedName, show_name
-from .ir.types import TLam, TSum, TTensor, Type
+from .ir.types import TLam, TSum, TTensor, TTuple, Type
 from .types.checker import Signature
 from .types.tangent import is_constant_tangent
 from .values import Inj, Sparse, to_python
@@ -198,10 +198,11 @@ def _derived(module: Module, derivation: str, sig: Signature) -> Callable:
     """[derivation f] as the program resolves it: a hand-written one if the user
     wrote it, else generated now (so an unsupported construct is reported here)."""
     name = DerivedName(derivation, TypedName(sig.name, sig.arg) if isinstance(sig.name, str) else sig.name)
-    written = [s for s in module.checked.functions.candidates(name) if isinstance(s.decl, ir.Def)]
+    written = [s for s in module.checked.functions.candidates(name) if isinstance(s.decl, ir.Def)
+               and isinstance(s.arg, TTuple) and s.arg.elems and s.arg.elems[0] == sig.arg]  # this overload's
     if not written:
-        Derivative(module, derivation, sig)
-    fn = module.function(name)
+        return Derivative(module, derivation, sig)
+    fn = Function(module, written[0].name, written)
     return lambda *args: fn(args[0] if len(args) == 1 else tuple(args))
 
 

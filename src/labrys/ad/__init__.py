@@ -84,8 +84,10 @@ class Derivations:
 
     def _generate(self, derivation: str, sig: Signature, strategy: str) -> "Derived":
         if not isinstance(sig.decl, ir.Def):
+            # a translation of seed 004 takes a caller's hand-written [fwd g] / [rev g] instead
+            wanted = {"dual": "fwd"}.get(derivation, "rev") if derivation in TRANSLATIONS else derivation
             raise LabrysError(f"cannot derive {show_name(sig.name)}: it has no definition "
-                              f"(write (def [{derivation} {show_name(sig.name)}] ...) by hand)", sig.decl.span)
+                              f"(write (def [{wanted} {show_name(sig.name)}] ...) by hand)", sig.decl.span)
         d = self.checked.typed(sig.decl)
         fresh = FreshNames(all_names(d.body) | {p.name for p in d.params})
         if derivation in TRANSLATIONS or derivation in DUAL_FAMILY:

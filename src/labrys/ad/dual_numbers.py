@@ -31,15 +31,15 @@ from typing import Callable
 
 from ..errors import LabrysError
 from ..ir import nodes as ir
-from ..ir.build import V, get, let, tup
+from ..ir.build import C, V, get, let, tup
 from ..ir.names import DerivedName, erase_types
 from ..ir.traverse import FreshNames, substitute
-from ..ir.types import FLOAT, TTuple, Type
+from ..ir.types import FLOAT, INTEGER, TLam, TSum, TTensor, TTuple, Type
 from ..opt.simplify import is_zero, simplify
 from ..prelude import Primitive, lookup
 from ..prelude.registry import args_of
 from ..types.checker import Functions, check_expr
-from ..types.tangent import dual_type, is_constant_tangent
+from ..types.tangent import dual_type, is_constant_tangent, tangent_type
 from ..util.deep import deep
 from .dual_types import constant, primal
 
@@ -120,6 +120,9 @@ class Translation:
                     return self.primitive(prim, e)
                 if isinstance(f, DerivedName):
                     raise unsupported(self.reals, f"a call of the derived function [{f.derivation} ...]", e)
+                written = self.hand_written(e)
+                if written is not None:
+                    return self.custom(e, written)
                 return ir.Call(DerivedName(self.reals.derivation, erase_types(f)), go(a), span=e.span)
         raise TypeError(f"not an expression: {e!r}")
 
@@ -127,6 +130,8 @@ class Translation:
 
     def primitive(self, prim: Primitive, e: ir.Call) -> ir.Expr:
         s, t = e.arg.type, e.type
+        if prim.name == "Vec_init" and not isinstance(s, TTuple):  # one element: (Vec_init x) of a
+            return C("constVec", ir.Const(1, INTEGER), self.expr(e.arg))  # dual pair would read as two
         if prim.name in STRUCTURAL:
             return ir.Call(e.func, self.expr(e.arg), span=e.span)
         if prim.rules.get("nondiff") or is_constant_tangent(t):
@@ -189,6 +194,80 @@ class Translation:
         table = _partials(prim.name, arg_types, n_out, self.functions)
         sub = {f"x{k}": x for k, x in enumerate(xs)}
         return [[None if d is None else substitute(d, sub) for d in row] for row in table]
+
+    # --- Note [Hand-written derivatives] --------------------------------------------
+    # AD-MAP asks every algorithm to use a derivative the user wrote, (def [fwd g] ..)
+    # or (def [rev g] ..), instead of differentiating g.  For g between tuples of
+    # Floats (and leaves), the call becomes Fig. 14's rule with g's partials taken
+    # from the user's derivative: dualfwd calls [dualfwd g] / [fwd g] once with the
+    # tangents; the reverse versions call [<alg> g] / [rev g] once per real of g's
+    # result (a row of the Jacobian each) and build the Delta from the rows.  Over
+    # vectors the number of reals is not static, and g's body is differentiated.
+
+    def hand_written(self, e: ir.Call) -> DerivedName | None:
+        s, t = e.arg.type, e.type
+        if not (_flat(s) and _flat(t)) or not _real_paths(s):
+            return None
+        forward = self.reals.derivation == "dual"
+        names = (self.reals.algorithm, "fwd") if forward else (self.reals.algorithm, "rev")
+        for name in names:
+            derived = DerivedName(name, erase_types(e.func))
+            sig = self.functions.resolve(derived, TTuple((s, tangent_type(s if forward else t))))
+            if sig is not None and isinstance(getattr(sig, "decl", None), ir.Def):
+                return derived
+        return None
+
+    def custom(self, e: ir.Call, derived: DerivedName) -> ir.Expr:
+        s, t, fresh = e.arg.type, e.type, self.fresh
+        v, x, y = fresh("v"), fresh("x"), fresh("y")
+        ins, outs = _real_paths(s), _real_paths(t)
+        us = [get(2, 2, _at(V(v), p)) for p in ins]
+        if self.reals.derivation == "dual":
+            dy = fresh("dy")
+            tangent = _fill(tangent_type(s), {p: u for p, u in zip(ins, us)}, lambda: ir.Tuple(()))
+            parts = {p: tup(_at(V(y), p), _at(V(dy), p)) for p in outs}
+            body = let(dy, ir.Call(derived, tup(V(x), tangent)), _fill(t, parts, None, V(y)))
+        else:
+            rows = [fresh("row") for _ in outs]
+            parts = {p: tup(_at(V(y), p), self.reals.combine([(_at(V(r), q), u) for q, u in zip(ins, us)]))
+                     for p, r in zip(outs, rows)}
+            body = _fill(t, parts, None, V(y))
+            for j, r in reversed(list(enumerate(rows))):
+                onehot = _fill(tangent_type(t), {p: ir.Const(1.0 if k == j else 0.0, FLOAT)
+                                                 for k, p in enumerate(outs)}, lambda: ir.Tuple(()))
+                body = let(r, ir.Call(derived, tup(V(x), onehot)), body)
+        image, span = self.reals.image, e.span
+        return let(v, self.expr(e.arg), let(x, primal(V(v), s, image, fresh, span),
+                                            let(y, ir.Call(e.func, V(x), span=span), body)))
+
+
+def _flat(t: Type) -> bool:
+    """Floats, leaves and tuples of them: types whose reals sit at static positions."""
+    return isinstance(t, TTuple) and all(map(_flat, t.elems)) or t == FLOAT or is_constant_tangent(t) \
+        and not isinstance(t, (TLam, TTensor, TSum))
+
+
+def _real_paths(t: Type, here: tuple = ()) -> list[tuple]:
+    if t == FLOAT:
+        return [here]
+    if isinstance(t, TTuple):
+        return [p for k, e in enumerate(t.elems) for p in _real_paths(e, here + ((k, len(t.elems)),))]
+    return []
+
+
+def _at(e: ir.Expr, path: tuple) -> ir.Expr:
+    for k, n in path:
+        e = get(k + 1, n, e)
+    return e
+
+
+def _fill(t: Type, parts: dict, leaf, source: ir.Expr | None = None, here: tuple = ()) -> ir.Expr:
+    """A value of shape t with parts[path] at each real; leaves from leaf() or source."""
+    if here in parts:
+        return parts[here]
+    if isinstance(t, TTuple) and t.elems and not is_constant_tangent(t):
+        return tup(*(_fill(e, parts, leaf, source, here + ((k, len(t.elems)),)) for k, e in enumerate(t.elems)))
+    return leaf() if leaf is not None else _at(source, here)
 
 
 _PARTIALS: dict[tuple, list[list]] = {}

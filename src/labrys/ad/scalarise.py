@@ -20,6 +20,7 @@ from ..ir import nodes as ir
 from ..ir.build import C, V, get, if_, lam, let, tup
 from ..ir.traverse import FreshNames, children, nodes, rebuild
 from ..ir.types import FLOAT, INTEGER, TTensor, TTuple, Type
+from ..opt.anf import rename_apart
 from ..prelude import lookup
 from ..types.checker import Functions, check_def
 from ..types.tangent import is_constant_tangent
@@ -115,6 +116,13 @@ class _Scalarise:
         i, vec, one = self.fresh("i"), TTensor(1, FLOAT), ir.Const(1, INTEGER)
         if name == "sum" and len(types) == 1 and _is_vec(types[0]):
             return self.sum_of(C("size", args[0]), i, C("index", V(i), args[0]), types[0].elem)
+        if name == "sum" and len(types) == 1 and isinstance(types[0], TTensor):  # rank r: r nested sums
+            shape, rank = self.fresh("shape"), types[0].rank
+            idx = [self.fresh("i") for _ in range(rank)]
+            term = C("index", tup(*map(V, idx)), args[0])
+            for k in reversed(range(rank)):
+                term = self.sum_of(get(k + 1, rank, V(shape)), idx[k], term, types[0].elem)
+            return let(shape, C("size", args[0]), term)
         if name == "sumbuild" and len(args) == 2 and isinstance(args[1], ir.Lam) and args[1].var_type == INTEGER:
             return self.sum_of(args[0], args[1].var, args[1].body, e.type)
         if name in ("dot", "ts_dot") and len(types) == 2 and all(map(_is_vec, types)):
@@ -128,12 +136,18 @@ class _Scalarise:
             return C("ifold", C("sub", C("size", args[0]), one), step, C("index", ir.Const(0, INTEGER), args[0]))
         if name == "mul" and types == (TTensor(1, vec), vec):
             return C("build", C("size", args[0]), lam(i, INTEGER, C("dot", C("index", V(i), args[0]), args[1])))
-        if name == "deltaVec" and types[:2] == (INTEGER, INTEGER):
+        if name == "mul" and types == (TTensor(2, FLOAT), vec):  # rows of a Tensor 2 times v
+            j = self.fresh("j")
+            row = self.sum_of(C("size", args[1]), j, C("mul", C("index", tup(V(i), V(j)), args[0]),
+                                                         C("index", V(j), args[1])), FLOAT)
+            return C("build", get(1, 2, C("size", args[0])), lam(i, INTEGER, row))
+        if name == "deltaVec" and len(types) == 3 and types[0] == types[1] == _index_type(e.type):
             zero = ir.Const(0.0, FLOAT) if types[2] == FLOAT else C("mul", ir.Const(0.0, FLOAT), args[2])
-            return C("build", args[0], lam(i, INTEGER, if_(C("eq", V(i), args[1]), args[2], zero)))
-        if name == "setAt" and types[0] == INTEGER and _is_vec(types[1]):
-            return C("build", C("size", args[1]), lam(i, INTEGER, if_(C("eq", V(i), args[0]), args[2],
-                                                                     C("index", V(i), args[1]))))
+            return C("build", args[0], lam(i, types[0], if_(C("eq", V(i), args[1]), args[2], zero)))
+        if name == "setAt" and len(types) == 3 and isinstance(types[1], TTensor) \
+                and types[0] == _index_type(types[1]):
+            return C("build", C("size", args[1]), lam(i, types[0], if_(C("eq", V(i), args[0]), args[2],
+                                                                      C("index", V(i), args[1]))))
         raise LabrysError(f"the dual-number algorithms do not support '{name}' on "
                           f"{', '.join(map(str, types))} (seed 004 adds arrays through build and index)",
                           e.span)
@@ -146,7 +160,8 @@ class _Scalarise:
             body = let(i, get(2, 2, V(acc)), C("add", get(1, 2, V(acc)), term))
             return C("ifold", n, lam(acc, TTuple((t, INTEGER)), body), ir.Const(0.0 if t == FLOAT else 0, t))
         body = let(i, C("add", get(2, 2, V(acc)), ir.Const(1, INTEGER)), C("add", get(1, 2, V(acc)), term))
-        first = let(i, ir.Const(0, INTEGER), term)
+        first = rename_apart(let(i, ir.Const(0, INTEGER), term), self.fresh)  # term is used twice:
+        # the later passes assume every binder is unique
         k = self.fresh("n")
         return let(k, n, ir.Assert(C("gt", V(k), ir.Const(0, INTEGER)), C(
             "ifold", C("sub", V(k), ir.Const(1, INTEGER)), lam(acc, TTuple((t, INTEGER)), body), first)))

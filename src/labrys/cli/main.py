@@ -143,7 +143,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def cmd_adbench(args: argparse.Namespace) -> int:
     from ..adbench import RUNNERS, write_outputs
+    from ..types.tangent import REV_LIKE, CONVENTIONS
 
+    if CONVENTIONS.get(args.deriv) is not REV_LIKE:
+        reverse = ", ".join(d for d, c in CONVENTIONS.items() if c is REV_LIKE and d != "sufrev")
+        raise LabrysError(f"labrys adbench needs a reverse derivation ({reverse}), not '{args.deriv}'")
     result = RUNNERS[args.problem](args.datafile, args.deriv, backend=args.backend)
     print(f"objective        {result.objective:.17g}")
     print(f"gradient         {len(result.gradient)} entries, |g| = {float((result.gradient ** 2).sum()) ** 0.5:.10g}")

@@ -2,9 +2,8 @@
 ``Delta`` values and their constructors (Fig. 7 / Fig. 10), the tape that
 ``deltaLet`` appends to (§7.3), the two evaluators — ``eval₂``, a tree walk
 (Fig. 8), and ``eval``, one backward sweep over the tape (§7.3) — D1's ⊕/⊗ on
-flat cotangents (§5), and the wrappers' polytypic helpers (§11, Fig. 15):
-``initVars`` seeds each real of the input, the gradient helpers read dS back
-in the shape of the input.
+flat cotangents (§5).  The wrappers' helpers that use them are in
+:mod:`labrys.prelude.dual_io`.
 
 The generated code (labrys.ad.dualfwd / deltarev1 / deltarev2 / deltarev) only
 *calls* these; each is a primitive entry like any other.  Every evaluator is
@@ -12,13 +11,12 @@ iterative: a tape as long as the primal run is no problem (seed-004 guide P7).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from ..ir.types import DELTA, FLOAT, UNIT, TLam, TSum, TTensor, TTuple, Type
-from ..types.tangent import DUAL_IMAGES, dual_type, is_constant_tangent, tangent_type
-from ..values import Inj, PrimError, dense, make_vec
+from ..ir.types import DELTA, FLOAT, UNIT, TTensor
+from ..values import PrimError
 from .registry import METER, args_of, primitive, spread
 
 
@@ -74,6 +72,20 @@ class Add(Delta):
         return f"(Add {self.a!r} {self.b!r})"
 
 
+class Let(Delta):  # Fig. 10's sharing construct: rhs is bound to id i in body
+    __slots__ = ("i", "rhs", "body")
+
+    def __init__(self, i: int, rhs: Delta, body: Delta) -> None:
+        self.i, self.rhs, self.body = i, rhs, body
+
+    def __repr__(self) -> str:  # iterative: a Let nest is as deep as the tape
+        spine, d = [], self
+        while type(d) is Let:
+            spine.append(f"(Let {d.i} {d.rhs!r} ")
+            d = d.body
+        return "".join(spine) + repr(d) + ")" * len(spine)
+
+
 ZERO = Zero()
 
 
@@ -88,6 +100,12 @@ class Tape:
     def let(self, d: Delta) -> Var:
         self.rhs.append(d)
         return Var(self.first + len(self.rhs) - 1)
+
+    def run_delta(self, result: Delta) -> Delta:
+        """runDelta of Fig. 10: the bindings as a Let nest around result, oldest outermost."""
+        for k in range(len(self.rhs) - 1, -1, -1):
+            result = Let(self.first + k, self.rhs[k], result)
+        return result
 
     def show(self, result: Delta | None = None) -> str:
         """The Let nest runDelta would build (Fig. 10), oldest binding outermost."""
@@ -153,6 +171,35 @@ def eval_into(x: float, d: Delta, adj: np.ndarray) -> None:
     METER.ops += visits
 
 
+def eval_map(x: float, d: Delta, mp: dict[int, float]) -> dict[int, float]:
+    """eval of Fig. 10 with a DeltaMap (a dict id ↦ adjoint), on any Delta with Lets:
+    a Let's body first, then its rhs scaled by the adjoint the body gathered for its
+    id, which is then deleted.  An explicit stack, so Let nests of any depth work."""
+    work: list[tuple] = [(x, d)]
+    while work:
+        item = work.pop()
+        if len(item) == 3:  # (i, rhs, None): the body of Let i is done
+            g = mp.pop(item[0], None)
+            if g is not None:
+                work.append((g, item[1]))
+            continue
+        x, d = item
+        kind = type(d)
+        if kind is Var:
+            mp[d.i] = mp.get(d.i, 0.0) + x
+        elif kind is Add:
+            work.append((x, d.b))
+            work.append((x, d.a))
+        elif kind is Scale:
+            work.append((x * d.r, d.d))
+        elif kind is Let:
+            work.append((d.i, d.rhs, None))
+            work.append((x, d.body))
+        elif kind is not Zero:
+            raise PrimError(f"eval met a {kind.__name__} Delta")
+    return mp
+
+
 def sweep(tape: Tape, adj: np.ndarray) -> None:
     """Fig. 10's eval of the Let nest, as the loop of §7.3: newest binding first,
     each rhs evaluated once with the adjoint its uses gathered (skipped if none, P6)."""
@@ -162,85 +209,10 @@ def sweep(tape: Tape, adj: np.ndarray) -> None:
             eval_into(g, tape.rhs[k], adj)
 
 
-# --- walking values by type -------------------------------------------------
-
-def map_reals(x: Any, t: Type, f: Callable[[float], Any]) -> Any:
-    """x : t with every Float r replaced by f(r), visited left to right (initVars' order)."""
-    if is_constant_tangent(t):
-        return x
-    if t == FLOAT:
-        return f(float(x))
-    match t:
-        case TTuple(elems):
-            return tuple(map_reals(v, e, f) for v, e in zip(x, elems))
-        case TTensor(_, elem):
-            x = dense(x)
-            return make_vec(dual_type(elem, UNIT), [map_reals(v, elem, f) for v in x.flat], x.shape)
-        case TSum(a, b):
-            return Inj(x.left, map_reals(x.value, a if x.left else b, f))
-        case TLam():
-            raise PrimError("a function-typed input or output is out of scope (seed 004 §11, footnote 13)")
-    return x
-
-
-def count_reals(x: Any, t: Type) -> int:
-    n = [0]
-
-    def one(r: float) -> float:
-        n[0] += 1
-        return r
-    map_reals(x, t, one)
-    return n[0]
-
-
-def cotangent_like(grad: np.ndarray, x: Any, t: Type) -> Any:
-    """The dS value shaped like x : t whose reals are grad, in initVars' order (lookup_S)."""
-    it = iter(grad.tolist())
-    return _reshape(x, t, it)
-
-
-def _reshape(x: Any, t: Type, it) -> Any:
-    if t == FLOAT:
-        return next(it)
-    match t:
-        case TTuple(elems):
-            return tuple(_reshape(v, e, it) for v, e in zip(x, elems))
-        case TTensor(_, elem):
-            x = dense(x)
-            return make_vec(tangent_type(elem), [_reshape(v, elem, it) for v in x.flat], x.shape)
-        case TSum(a, b):
-            return Inj(x.left, _reshape(x.value, a if x.left else b, it))
-    return ()
-
-
-def output_parts(y: Any, dt: Any, t: Type) -> list[tuple[Any, float]]:
-    """(derivative part, cotangent) of every real of a dual-number output, guided by
-    ``t = dT``: the ⊙_T seeding of Fig. 15 done once, for one eval."""
-    out: list[tuple[Any, float]] = []
-    stack = [(y, dt, t)]
-    while stack:
-        y, dt, t = stack.pop()
-        if is_constant_tangent(t):
-            continue
-        if t == FLOAT:
-            out.append((y[1], float(dt)))
-            continue
-        match t:
-            case TTuple(elems):
-                stack.extend(zip(y, dt, elems))
-            case TTensor(_, elem):
-                dt = dense(dt)
-                if np.shape(dt) != y.shape:
-                    raise PrimError(f"cotangent of shape {np.shape(dt)} for an output of shape {y.shape}")
-                stack.extend((a, b, elem) for a, b in zip(y.flat, dt.flat))
-            case TSum(a, b):
-                if y.left != dt.left:
-                    raise PrimError("the cotangent's alternative (inl/inr) differs from the output's")
-                stack.append((y.value, dt.value, a if y.left else b))
-    return out
-
-
 # --- primitives -------------------------------------------------------------
+# None of these is differentiated: the ones whose results hold reals have no
+# derivative rule, so an AD pass that meets them says so instead of treating
+# them as constants.
 
 primitive("Zero", lambda t: DELTA if t == UNIT else None, lambda t: lambda _: ZERO,
           "The Delta of a constant (seed 004 Fig. 7).", nondiff=True)
@@ -268,161 +240,11 @@ def _otimes_cost(result: Any, arg: Any) -> int:
 
 
 primitive("zeroS", lambda t: VEC if t == UNIT else None, lambda t: lambda _: np.zeros(0),
-          "deltarev1's zero cotangent (the empty vector stands for 0 of every size).", nondiff=True)
+          "deltarev1's zero cotangent (the empty vector stands for 0 of every size).")
 primitive("oplus", lambda t: VEC if args_of(t, 2) == (VEC, VEC) else None, lambda t: spread(_oplus),
           "(oplus a b): deltarev1's ⊕ on the input's cotangent, a flat vector (seed 004 §5).",
-          cost=_otimes_cost, nondiff=True)
+          cost=_otimes_cost)
 primitive("otimes", lambda t: VEC if args_of(t, 2) == (FLOAT, VEC) else None,
           lambda t: spread(lambda r, a: r * a),
           "(otimes r a): deltarev1's ⊗, the cotangent a scaled by r (seed 004 §5).",
-          cost=_otimes_cost, nondiff=True)
-
-
-def _first_order(t: Type) -> bool:
-    match t:
-        case TTuple(elems):
-            return all(_first_order(e) for e in elems)
-        case TTensor(_, elem):
-            return _first_order(elem)
-        case TSum(a, b):
-            return _first_order(a) and _first_order(b)
-    return not isinstance(t, TLam) and t != DELTA
-
-
-def _inputs(image: Type) -> Callable[[Type], Type | None]:
-    return lambda t: dual_type(t, image) if _first_order(t) else None
-
-
-def _delta_inputs(t: Type) -> Callable[[Any], Any]:
-    """initVars (Fig. 15) for deltarev: a fresh tape; the reals of x become (r, Var 1..a)."""
-    def seed(x):
-        ids = iter(range(1, 1 << 62))
-        s0 = map_reals(x, t, lambda r: (r, Var(next(ids))))
-        TAPES[:] = [Tape(next(ids) - 1)]
-        return s0
-    return seed
-
-
-def _delta2_inputs(t: Type) -> Callable[[Any], Any]:
-    def seed(x):
-        ids = iter(range(1, 1 << 62))
-        return map_reals(x, t, lambda r: (r, OneHot(next(ids))))
-    return seed
-
-
-def _delta1_inputs(t: Type) -> Callable[[Any], Any]:
-    """Fig. 6's seeds for a general S: the k-th real carries onehot k of length a."""
-    def seed(x):
-        a, ids = count_reals(x, t), iter(range(1 << 62))
-
-        def onehot(r: float):
-            e = np.zeros(a)
-            e[next(ids)] = 1.0
-            return (r, e)
-        METER.ops += a * a
-        return map_reals(x, t, onehot)
-    return seed
-
-
-for _name, _image, _impl in (("deltaInputs", DUAL_IMAGES["delta"], _delta_inputs),
-                             ("delta2Inputs", DUAL_IMAGES["delta2"], _delta2_inputs),
-                             ("delta1Inputs", DUAL_IMAGES["delta1"], _delta1_inputs)):
-    primitive(_name, _inputs(_image), _impl, f"({_name} x): the wrapper's dual-number input for x "
-              "(seed 004 Fig. 15 initVars).", nondiff=True)
-
-
-def _gradient_type(image: Type) -> Callable[[Type], Type | None]:
-    def typeof(t: Type) -> Type | None:
-        a = args_of(t, 3)
-        if a is None or not _first_order(a[0]):
-            return None
-        return tangent_type(a[0]) if a[2] == tangent_type(a[2]) and _matches(a[1], a[2], image) else None
-    return typeof
-
-
-def _matches(dual: Type, dt: Type, image: Type) -> bool:
-    """dual = D[T] for the T with dT = dt (up to leaves, which dT forgets)."""
-    if dt == FLOAT:
-        return dual == TTuple((FLOAT, image))
-    match dual, dt:
-        case TTuple(ds), TTuple(ts) if len(ds) == len(ts):
-            return all(_matches(d, e, image) for d, e in zip(ds, ts))
-        case TTensor(r, d), TTensor(s, e) if r == s:
-            return _matches(d, e, image)
-        case TSum(d1, d2), TSum(e1, e2):
-            return _matches(d1, e1, image) and _matches(d2, e2, image)
-    return dt == UNIT and dual == dual_type(dual, image)  # a leaf, or a structure of leaves
-
-
-def _delta_gradient(t: Type) -> Callable[[Any], Any]:
-    """Fig. 11 / 15 for deltarev: seed the outputs' Vars with dt, one sweep, read ids 1..a."""
-    s, _, dt_type = t.elems
-
-    def gradient(x, y, dt):
-        if not TAPES:
-            raise PrimError("deltaGradient without deltaInputs")
-        tape = TAPES.pop()
-        LAST[:] = [tape]
-        adj = np.zeros(tape.first + len(tape.rhs))
-        for d, g in output_parts(y, dt, dt_type):
-            if g != 0.0:
-                eval_into(g, d, adj)
-        sweep(tape, adj)
-        return cotangent_like(adj[1:tape.first], x, s)
-    return spread(gradient)
-
-
-def _delta2_gradient(t: Type) -> Callable[[Any], Any]:
-    """Fig. 8 for a general T: eval₂ of every output's Delta, seeded with its cotangent."""
-    s, _, dt_type = t.elems
-
-    def gradient(x, y, dt):
-        grad = np.zeros(count_reals(x, s))
-        for d, g in output_parts(y, dt, dt_type):
-            eval_tree(g, d, grad)
-        return cotangent_like(grad, x, s)
-    return spread(gradient)
-
-
-def _delta1_gradient(t: Type) -> Callable[[Any], Any]:
-    """Fig. 6 for a general T: Σ_j dt_j ⊗ ds_j over the output's reals."""
-    s, _, dt_type = t.elems
-
-    def gradient(x, y, dt):
-        grad = np.zeros(count_reals(x, s))
-        for ds, g in output_parts(y, dt, dt_type):
-            if len(ds):
-                grad += g * ds
-                METER.ops += 2 * len(ds)
-        return cotangent_like(grad, x, s)
-    return spread(gradient)
-
-
-for _name, _image, _impl in (("deltaGradient", DUAL_IMAGES["delta"], _delta_gradient),
-                             ("delta2Gradient", DUAL_IMAGES["delta2"], _delta2_gradient),
-                             ("delta1Gradient", DUAL_IMAGES["delta1"], _delta1_gradient)):
-    primitive(_name, _gradient_type(_image), _impl,
-              f"({_name} x y dt): the gradient at x from the dual-number output y and its cotangent dt "
-              "(seed 004 Fig. 15).", nondiff=True)
-
-
-def _dual_zip(t: Type) -> Callable[[Any], Any]:
-    """zip_S of Fig. 15: pair each real of x with its tangent in dx."""
-    s = t.elems[0]
-
-    def zip_(x, dx):
-        tangents = iter(_reals_of(dx, tangent_type(s)))
-        return map_reals(x, s, lambda r: (r, next(tangents)))
-    return spread(zip_)
-
-
-def _reals_of(v: Any, t: Type) -> list[float]:
-    out: list[float] = []
-    map_reals(v, t, lambda r: out.append(r) or r)
-    return out
-
-
-primitive("dualZip", lambda t: dual_type(args_of(t, 2)[0], FLOAT)
-          if args_of(t, 2) and _first_order(args_of(t, 2)[0]) and args_of(t, 2)[1] == tangent_type(args_of(t, 2)[0])
-          else None, _dual_zip, "(dualZip x dx): dualfwd's input, each real of x paired with its tangent "
-          "(seed 004 Fig. 15 zip_S).", nondiff=True)
+          cost=_otimes_cost)
