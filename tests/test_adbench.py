@@ -167,3 +167,18 @@ def test_lstm_l2_c1024():
     assert never  # ADBENCH.md §4.4: bits 1-6 are never set in this file
     grad_w0 = result.gradient[:4 * b]  # layer 0 weights: forget | input | output | candidate
     assert all(grad_w0[j] == 0.0 and grad_w0[2 * b + j] == 0.0 for j in never)
+
+
+def test_example_copies_are_the_packaged_programs():
+    root = Path(__file__).resolve().parents[1]
+    for name in ("gmm", "lstm", "ba", "hand"):
+        packaged = (root / "src" / "labrys" / "adbench" / f"{name}.ks").read_text()
+        assert (root / "examples" / "adbench" / f"{name}.ks").read_text() == packaged, name
+
+
+@needs_data
+def test_a_gradient_needs_a_reverse_derivation():
+    from labrys import LabrysError
+    from labrys.adbench import RUNNERS
+    with pytest.raises(LabrysError, match=r"--deriv: a gradient needs a reverse derivation \(rev\b.*\), not 'fwd'"):
+        RUNNERS["gmm"](DATA / "test.txt", "fwd")

@@ -384,3 +384,11 @@ def test_edef_with_hand_written_derivatives():
     assert m.derive("dualfwd", "f")(1.0, 1.0) == pytest.approx(want, rel=1e-15)
     with pytest.raises(labrys.LabrysError, match=r"cannot derive h: .*\(def \[rev h\]"):
         m.derive("deltarev", "k")
+
+
+@pytest.mark.parametrize("alg", FAMILY)
+def test_function_typed_argument_is_out_of_scope(alg):
+    m = labrys.load(ROOT / "tests" / "corpus" / "dual" / "higher_order.ks")
+    with pytest.raises(labrys.LabrysError, match="function-typed argument .* out of scope"):
+        m.derive(alg, "twice")
+    assert m.derive(alg, "use_twice") is not None  # its first-order callers are fine

@@ -8,11 +8,13 @@ from ..ir import nodes as ir
 from ..ir.build import C, V, let
 from ..ir.names import DerivedName, erase_types
 from ..types.tangent import tangent_type
+from .dual_types import require_first_order
 
 
 def rev_wrapper(d: ir.Def, algorithm: str, translation: str, inputs: str, gradient: str) -> ir.Def:
     """(def [algorithm f] dS ((x : S) (dt : dT))
          (let ((s0 (inputs x)) (y ([translation f] s0))) (gradient x y dt)))"""
+    require_first_order(d, algorithm)
     s, t, base = d.arg_type, d.ret, erase_types(d.name)
     body = let("s0", C(inputs, V("x")),
                let("y", ir.Call(DerivedName(translation, base), V("s0")),

@@ -61,3 +61,22 @@ def _walk(e: ir.Expr, t: Type, at_real: Callable[[ir.Expr], ir.Expr],
                                   "(seed 004 §11, footnote 13)", span)
         raise LabrysError(f"internal: no dual-number walk for {t}", span)
     return walk(e, t)
+
+
+def has_function(t: Type) -> bool:
+    match t:
+        case TTuple(elems):
+            return any(map(has_function, elems))
+        case TTensor(_, elem):
+            return has_function(elem)
+        case TSum(a, b):
+            return has_function(a) or has_function(b)
+    return isinstance(t, TLam)
+
+
+def require_first_order(d: ir.Def, algorithm: str) -> None:
+    """The wrappers take and give first-order values (§11; footnote 13)."""
+    for what, t in (("argument", d.arg_type), ("result", d.ret)):
+        if has_function(t):
+            raise LabrysError(f"{algorithm} of a function with a function-typed {what} ({t}) is out of scope "
+                              "(seed 004 §11, footnote 13); differentiate a first-order caller of it", d.span)

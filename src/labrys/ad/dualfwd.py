@@ -19,13 +19,14 @@ from ..ir.traverse import FreshNames
 from ..ir.types import FLOAT
 from ..types.tangent import tangent_type
 from .dual_numbers import Reals
-from .dual_types import derivative_part
+from .dual_types import derivative_part, require_first_order
 
 REALS = Reals("dualfwd", "dual", FLOAT, ir.Const(0.0, FLOAT),
               scale=lambda d, u: C("mul", d, u), add=lambda u, v: C("add", u, v))
 
 
 def wrapper(d: ir.Def) -> ir.Def:
+    require_first_order(d, "dualfwd")
     s, t = d.arg_type, d.ret
     y = ir.Call(DerivedName("dual", erase_types(d.name)), C("dualZip", V("x"), V("dx")))
     body = derivative_part(y, t, FLOAT, FreshNames({"x", "dx"}), d.span)

@@ -3,6 +3,7 @@ objective and its derivative through any reverse derivation, and ADBench's
 output files.  ``labrys adbench gmm FILE --deriv rev``."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -11,8 +12,9 @@ import numpy as np
 
 from ..api import Module, load
 from ..errors import LabrysError
+from ..verify import ALGORITHMS, Algorithm
 
-PROBLEMS = ("gmm", "lstm")
+PROBLEMS = ("gmm", "lstm", "ba", "hand")
 
 
 @dataclass
@@ -30,12 +32,15 @@ class GmmInput:
 
 
 def read_blocks(path: str | Path, problem: str, header: str, sizes) -> tuple[tuple[int, ...], list[np.ndarray]]:
-    """An ADBench file: three integers (named by ``header``), then numbers in blocks
+    """An ADBench file: integers named by ``header`` ("d K n"), then numbers in blocks
     whose lengths ``sizes(*integers)`` gives (line structure carries no information)."""
+    count = len(header.split())
     try:
         tokens = Path(path).read_text().split()
-        ints = tuple(int(t) for t in tokens[:3])
-        nums = np.array(tokens[3:], dtype=float)
+        if len(tokens) < count:
+            raise ValueError(f"no '{header}' line")
+        ints = tuple(int(t) for t in tokens[:count])
+        nums = np.array(tokens[count:], dtype=float)
     except (OSError, ValueError) as exc:
         raise LabrysError(f"{path}: not an ADBench {problem} file ({exc})") from None
     lengths = sizes(*ints)
@@ -52,6 +57,26 @@ def read_gmm(path: str | Path) -> GmmInput:
                     float(parts[4][0]), int(parts[4][1]))
 
 
+def timed(seconds: dict[str, float], name: str, fn, *args):
+    """``fn(*args)``, recording its wall-clock time as ``seconds[name]``."""
+    clock = time.perf_counter()
+    value = fn(*args)
+    seconds[name] = time.perf_counter() - clock
+    return value
+
+
+def algorithm(derivation: str, kinds: tuple[str, ...] = ("fwd", "rev")) -> Algorithm:
+    """The calling convention of --deriv NAME: a Jacobian takes fwd- or rev-like
+    derivations, a gradient (kinds=("rev",)) only rev-like ones."""
+    known = [a for a in ALGORITHMS if a.kind in kinds]
+    for a in known:
+        if a.derivation == derivation:
+            return a
+    what = "a gradient needs a reverse derivation" if kinds == ("rev",) else \
+        "a Jacobian needs a forward or reverse derivation"
+    raise LabrysError(f"--deriv: {what} ({', '.join(a.derivation for a in known)}), not '{derivation}'")
+
+
 def program(problem: str, backend: str | None = None) -> Module:
     if problem not in PROBLEMS:
         raise LabrysError(f"unknown ADBench problem '{problem}'; available: {', '.join(PROBLEMS)}")
@@ -60,10 +85,24 @@ def program(problem: str, backend: str | None = None) -> Module:
 
 
 @dataclass
-class GmmResult:  # the result of every problem: objective, gradient (ADBench layout), FD check
+class GmmResult:  # the result of a scalar objective (GMM, LSTM): objective, gradient, FD check
     objective: float
     gradient: np.ndarray  # ADBench layout: alphas, means (row-major), icf (row-major)
     fd_relative_error: float
+
+    @property
+    def ok(self) -> bool:
+        return self.fd_relative_error < 1e-5
+
+    def summary(self) -> list[str]:
+        return [f"objective        {self.objective:.17g}",
+                f"gradient         {len(self.gradient)} entries, |g| = {float((self.gradient ** 2).sum()) ** 0.5:.10g}",
+                "first entries    " + " ".join(f"{g:.10g}" for g in self.gradient[:6]),
+                "finite-difference check along a random direction: "
+                f"relative error {self.fd_relative_error:.1e}"]
+
+    def write(self, path: str | Path, out_dir: str | Path) -> list[Path]:
+        return write_outputs(path, self, out_dir)
 
 
 def run_gmm(path: str | Path, derivation: str = "rev", seed: int = 0, backend: str | None = None) -> GmmResult:
@@ -71,7 +110,7 @@ def run_gmm(path: str | Path, derivation: str = "rev", seed: int = 0, backend: s
     m = program("gmm", backend)
     args = data.arguments()
     objective = m.gmm_objective(*args)
-    back = m.derive(derivation, "gmm_objective")
+    back = m.derive(algorithm(derivation, ("rev",)).derivation, "gmm_objective")
     _, d_alphas, d_means, d_icf, _ = back(args, 1.0)
     gradient = np.concatenate([np.ravel(d_alphas), np.ravel(np.array(d_means)), np.ravel(np.array(d_icf))])
     sizes = np.cumsum([data.alphas.size, data.means.size])
@@ -84,12 +123,17 @@ def run_gmm(path: str | Path, derivation: str = "rev", seed: int = 0, backend: s
     return GmmResult(objective, gradient, _directional_check(at, gradient, seed))
 
 
-def write_outputs(path: str | Path, result: GmmResult, out_dir: str | Path, tool: str = "labrys") -> list[Path]:
-    """ADBench's files: <basename>_F_<tool>.txt (objective) and _J_ (gradient), 17 digits."""
+def output_paths(path: str | Path, out_dir: str | Path, tool: str = "labrys") -> tuple[Path, Path]:
+    """ADBench's file names (§5): <basename>_F_<tool>.txt (objective) and _J_ (derivative)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     base = Path(path).stem
-    f_file, j_file = out_dir / f"{base}_F_{tool}.txt", out_dir / f"{base}_J_{tool}.txt"
+    return out_dir / f"{base}_F_{tool}.txt", out_dir / f"{base}_J_{tool}.txt"
+
+
+def write_outputs(path: str | Path, result: GmmResult, out_dir: str | Path, tool: str = "labrys") -> list[Path]:
+    """ADBench's files for a scalar objective: the value and the gradient, 17 digits."""
+    f_file, j_file = output_paths(path, out_dir, tool)
     f_file.write_text(f"{result.objective:.17g}\n")
     j_file.write_text("".join(f"{g:.17g}\n" for g in result.gradient))
     return [f_file, j_file]
@@ -118,7 +162,7 @@ def run_lstm(path: str | Path, derivation: str = "rev", seed: int = 0, backend: 
     m = program("lstm", backend)
     args = data.arguments()
     objective = m.lstm_objective(*args)
-    d_main, d_extra, _, _ = m.derive(derivation, "lstm_objective")(args, 1.0)
+    d_main, d_extra, _, _ = m.derive(algorithm(derivation, ("rev",)).derivation, "lstm_objective")(args, 1.0)
     gradient = np.concatenate([np.ravel(np.array(d_main)), np.ravel(np.array(d_extra))])
 
     def at(t: float, v: np.ndarray) -> float:
@@ -137,4 +181,13 @@ def _directional_check(at, gradient: np.ndarray, seed: int, h: float = 1e-6) -> 
     return abs(fd - ad) / max(abs(fd), abs(ad), 1e-12)
 
 
-RUNNERS = {"gmm": run_gmm, "lstm": run_lstm}
+from .ba import read_ba, run_ba  # noqa: E402  (ba.py and hand.py use the helpers above)
+from .hand import read_hand, run_hand  # noqa: E402
+
+# problem -> (path, derivation or None for the problem's default, backend) -> result
+RUNNERS = {"gmm": lambda path, deriv=None, backend=None: run_gmm(path, deriv or "rev", backend=backend),
+           "lstm": lambda path, deriv=None, backend=None: run_lstm(path, deriv or "rev", backend=backend),
+           "ba": lambda path, deriv=None, backend=None: run_ba(path, deriv or "rev", backend=backend),
+           "hand": lambda path, deriv=None, backend=None: run_hand(path, deriv or "fwd", backend=backend)}
+__all__ = ["read_ba", "read_gmm", "read_hand", "read_lstm", "run_ba", "run_gmm", "run_hand", "run_lstm",
+           "write_outputs", "RUNNERS"]
