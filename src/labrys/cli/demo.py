@@ -28,5 +28,10 @@ def run_demo(source: str, backend: str | None = None) -> int:
     print(f"labrys.grad(module.dot)([1, 2], [3, 4]) = {format_value(grad(module.dot)([1.0, 2.0], [3.0, 4.0]))}")
     _rule("the derivative program [rev sqnorm], generated and optimised")
     highlight(module.derive("rev", "sqnorm").source)
+    _rule("the same gradient by every reverse algorithm (seed 004 beside Knossos)")
+    for method in ("rev", "deltarev1", "deltarev2", "deltarev"):
+        print(f"labrys.grad(module.f, method={method!r:12}) = {format_value(grad(module.f, method)(1.5, 0.5))}")
+    _rule("seed 004's monadic translation [delta sqnorm] (labrys show FILE sqnorm --deriv deltarev)")
+    highlight(module.derive("delta", "sqnorm").source)
     print("\nNext: labrys show FILE FN --stages   (every stage of the AD pipeline)")
     return 0
