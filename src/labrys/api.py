@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from .ad import ALGORITHMS, STRATEGIES, Derivations
+from .backends import Backend, make_backend
 from .backends.interp import Interpreter, Slots
 from .errors import LabrysError, Source
 from .ir import nodes as ir
@@ -19,10 +20,11 @@ from .util.deep import run_deep
 from .values import PrimError, from_python, to_python
 
 
-def load(path_or_text: str | os.PathLike, *, name: str | None = None) -> "Module":
-    """Parse and type-check a `.ks` file (a path) or `.ks` source text."""
+def load(path_or_text: str | os.PathLike, *, name: str | None = None, backend: str | None = None) -> "Module":
+    """Parse and type-check a `.ks` file (a path) or `.ks` source text.  ``backend``:
+    "interp", "python" or "compiled" (default: ``$LABRYS_BACKEND``, else "compiled")."""
     text, filename = _read_source(path_or_text)
-    return Module(check_program(parse_program(text, name or filename)))
+    return Module(check_program(parse_program(text, name or filename)), backend=backend)
 
 
 def _looks_like_path(s: str) -> bool:
@@ -69,7 +71,7 @@ class Function:
 
     def __call__(self, *args: Any) -> Any:
         sig, value = self.select(args)
-        return to_python(self.module.interpreter.call(sig, value))
+        return to_python(self.module.backend.call(sig, value))
 
     def select(self, args: tuple) -> tuple[Signature, Any]:
         """The overload the Python values fit (exact scalar kinds first), and its argument."""
@@ -98,13 +100,22 @@ class Function:
 
 
 class Module:
-    """A checked program, ready to run."""
+    """A checked program, ready to run on one backend (``module.backend``; the
+    reference ``module.interpreter`` evaluates argument expressions and meters ops)."""
 
-    def __init__(self, checked: CheckedProgram):
+    def __init__(self, checked: CheckedProgram, backend: str | None = None):
         self.checked = checked
         self.externals: dict[Any, Callable] = {}
         self.derivations = Derivations(checked)
         self.interpreter = Interpreter(checked, self.externals, self.derivations)
+        self.backend: Backend = make_backend(backend, checked, self.externals, self.derivations)
+        if self.backend.name == "interp":
+            self.backend = self.interpreter
+
+    @property
+    def compile_seconds(self) -> float:
+        """Time spent so far generating and compiling code for this module's backend."""
+        return self.backend.compile_seconds
 
     def derive(self, derivation: str, name: str | Name, optimise: bool = True,
                strategy: str = STRATEGIES[0]) -> "Derivative":
@@ -153,7 +164,8 @@ class Module:
             if not isinstance(sig.decl, ir.Edef):
                 raise LabrysError(f"{show_name(sig.name)} is not an edef")
             self.externals[sig.name] = _external(fn, sig)
-        self.interpreter.cells.clear()
+        self.interpreter.reset()
+        self.backend.reset()
 
     def source(self, name: str | None = None) -> str:
         """`.ks` text of the whole module, or of the definitions of one function."""
@@ -195,7 +207,7 @@ class Derivative:
 
     def __call__(self, *args: Any) -> Any:
         if self._code is None:
-            self._code = self.module.interpreter.compile_def(self.d)
+            self._code = self.module.backend.compile_def(self.d)
         value = from_python(args[0] if len(args) == 1 else tuple(args), self.d.arg_type,
                             f"argument of {show_name(self.d.name)}")
         return to_python(run_deep(lambda: self._code(value)))

@@ -16,7 +16,7 @@ from ..ir.names import DerivedName, erase_types, show_name
 from ..ir.traverse import FreshNames, all_names, nodes
 from ..opt.anf import desugar_map
 from ..ir.types import TTuple
-from ..opt.anf import anf, rename_apart
+from ..opt.anf import anf, rename_apart, spread_arguments
 from ..opt.cse import cse
 from ..opt.inline import inline_calls
 from ..opt.rules import apply_rules, program_rules
@@ -123,7 +123,8 @@ class Derivations:
     def _dual_numbers(self, derivation: str, sig: Signature, d: ir.Def, fresh: FreshNames) -> "Derived":
         """Seed 004: the translation [dual f] / [delta f] …, or an algorithm's wrapper."""
         if derivation in TRANSLATIONS:
-            apart = check_def(ir.Def(d.name, d.ret, d.params, rename_apart(d.body, fresh), span=d.span),
+            apart = check_def(ir.Def(d.name, d.ret, d.params, rename_apart(spread_arguments(d.body, fresh), fresh),
+                                     span=d.span),
                               self.functions)  # the final anf floats lets: no binder may shadow another
             scalar = scalarise(apart, fresh, self.functions)
             translated = check_def(translate_def(scalar, TRANSLATIONS[derivation], self.functions, fresh),

@@ -18,7 +18,7 @@ from ..ir.build import V, tup, zero_tangent
 from ..ir.names import DerivedName, Name, erase_types
 from ..ir.traverse import FreshNames, all_names
 from ..ir.types import TLM, TTuple
-from ..opt.anf import anf, hoist_loop_invariants, rename_apart
+from ..opt.anf import anf, hoist_loop_invariants, rename_apart, spread_arguments
 from ..types.tangent import tangent_type
 from .jacobian import Nabla, param_lms
 from .linear import Transposer, spread, wrap
@@ -34,7 +34,7 @@ class Prepared:
 
 def prepare(d: ir.Def, bind_tail: bool = False) -> Prepared:
     fresh = FreshNames(all_names(d.body) | {p.name for p in d.params})
-    body = hoist_loop_invariants(anf(rename_apart(d.body, fresh), fresh, bind_tail))
+    body = hoist_loop_invariants(anf(rename_apart(spread_arguments(d.body, fresh), fresh), fresh, bind_tail))
     return Prepared(ir.Def(d.name, d.ret, d.params, body, span=d.span), fresh)
 
 

@@ -77,11 +77,11 @@ def algorithm(derivation: str, kinds: tuple[str, ...] = ("fwd", "rev")) -> Algor
     raise LabrysError(f"--deriv: {what} ({', '.join(a.derivation for a in known)}), not '{derivation}'")
 
 
-def program(problem: str) -> Module:
+def program(problem: str, backend: str | None = None) -> Module:
     if problem not in PROBLEMS:
         raise LabrysError(f"unknown ADBench problem '{problem}'; available: {', '.join(PROBLEMS)}")
     text = resources.files("labrys.adbench").joinpath(f"{problem}.ks").read_text(encoding="utf-8")
-    return load(text, name=f"{problem}.ks")
+    return load(text, name=f"{problem}.ks", backend=backend)
 
 
 @dataclass
@@ -105,9 +105,9 @@ class GmmResult:  # the result of a scalar objective (GMM, LSTM): objective, gra
         return write_outputs(path, self, out_dir)
 
 
-def run_gmm(path: str | Path, derivation: str = "rev", seed: int = 0) -> GmmResult:
+def run_gmm(path: str | Path, derivation: str = "rev", seed: int = 0, backend: str | None = None) -> GmmResult:
     data = read_gmm(path)
-    m = program("gmm")
+    m = program("gmm", backend)
     args = data.arguments()
     objective = m.gmm_objective(*args)
     back = m.derive(algorithm(derivation, ("rev",)).derivation, "gmm_objective")
@@ -157,9 +157,9 @@ def read_lstm(path: str | Path) -> LstmInput:
     return LstmInput(main.reshape(2 * l, 4 * b), extra.reshape(3, b), state.reshape(2 * l, b), seq.reshape(c, b))
 
 
-def run_lstm(path: str | Path, derivation: str = "rev", seed: int = 0) -> GmmResult:
+def run_lstm(path: str | Path, derivation: str = "rev", seed: int = 0, backend: str | None = None) -> GmmResult:
     data = read_lstm(path)
-    m = program("lstm")
+    m = program("lstm", backend)
     args = data.arguments()
     objective = m.lstm_objective(*args)
     d_main, d_extra, _, _ = m.derive(algorithm(derivation, ("rev",)).derivation, "lstm_objective")(args, 1.0)
@@ -184,10 +184,10 @@ def _directional_check(at, gradient: np.ndarray, seed: int, h: float = 1e-6) -> 
 from .ba import read_ba, run_ba  # noqa: E402  (ba.py and hand.py use the helpers above)
 from .hand import read_hand, run_hand  # noqa: E402
 
-# problem -> (path, derivation or None for the problem's default) -> result
-RUNNERS = {"gmm": lambda path, deriv=None: run_gmm(path, deriv or "rev"),
-           "lstm": lambda path, deriv=None: run_lstm(path, deriv or "rev"),
-           "ba": lambda path, deriv=None: run_ba(path, deriv or "rev"),
-           "hand": lambda path, deriv=None: run_hand(path, deriv or "fwd")}
+# problem -> (path, derivation or None for the problem's default, backend) -> result
+RUNNERS = {"gmm": lambda path, deriv=None, backend=None: run_gmm(path, deriv or "rev", backend=backend),
+           "lstm": lambda path, deriv=None, backend=None: run_lstm(path, deriv or "rev", backend=backend),
+           "ba": lambda path, deriv=None, backend=None: run_ba(path, deriv or "rev", backend=backend),
+           "hand": lambda path, deriv=None, backend=None: run_hand(path, deriv or "fwd", backend=backend)}
 __all__ = ["read_ba", "read_gmm", "read_hand", "read_lstm", "run_ba", "run_gmm", "run_hand", "run_lstm",
            "write_outputs", "RUNNERS"]

@@ -216,9 +216,9 @@ class BaResult:
         return [f_file, j_file]
 
 
-def run_ba(path: str | Path, derivation: str = "rev") -> BaResult:
+def run_ba(path: str | Path, derivation: str = "rev", backend: str | None = None) -> BaResult:
     data = read_ba(path)
-    m = program("ba")
+    m = program("ba", backend)
     seconds: dict[str, float] = {}
     reprojection, weight = timed(seconds, "residuals", ba_residuals, m, data)
     jac = timed(seconds, "jacobian", ba_jacobian, m, data, derivation)

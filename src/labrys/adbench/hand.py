@@ -156,9 +156,9 @@ def fd_check(module: Module, data: HandInput, jac: np.ndarray, h: float = 1e-6) 
     return worst
 
 
-def run_hand(path: str | Path, derivation: str = "fwd") -> HandResult:
+def run_hand(path: str | Path, derivation: str = "fwd", backend: str | None = None) -> HandResult:
     data = read_hand(path)
-    m = program("hand")
+    m = program("hand", backend)
     seconds: dict[str, float] = {}
     residuals = timed(seconds, "residuals", hand_residuals, m, data)
     jac = timed(seconds, "jacobian", hand_jacobian, m, data, derivation)

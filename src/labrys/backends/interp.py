@@ -51,6 +51,9 @@ class Interpreter:
     """Runs a checked program; ``externals`` implement edef'd functions and
     ``derived`` (an :class:`labrys.ad.Derivations`) makes derived functions."""
 
+    name = "interp"
+    compile_seconds = 0.0
+
     def __init__(self, checked: CheckedProgram, externals: dict[Any, Callable] | None = None,
                  derived: Any = None) -> None:
         self.checked = checked
@@ -58,6 +61,9 @@ class Interpreter:
         self.externals = externals if externals is not None else {}
         self.derived = derived
         self.cells: dict[int, list] = {}
+
+    def reset(self) -> None:
+        self.cells.clear()
 
     # --- functions ----------------------------------------------------------
 
@@ -81,7 +87,7 @@ class Interpreter:
         if isinstance(d, ir.Def):
             return self.compile_def(self.checked.typed(d))
         if isinstance(d, ir.Edef):
-            return self.external(sig) or _missing_edef(sig, None)
+            return self.external(sig) or missing_edef(sig, None)
         if self.derived is None:
             raise LabrysError(f"{show_name(sig.name)}: derived functions need a labrys.Module", d.span)
         return self.derived.function_for(sig, self.compile_def)
@@ -175,7 +181,7 @@ class Interpreter:
         span = e.span
         if isinstance(target, Signature):
             if isinstance(target.decl, ir.Edef) and self.external(target) is None:
-                return _missing_edef(target, span)
+                return missing_edef(target, span)
             cell = self.cell(target)
             return lambda fr: cell[0](arg(fr))
         return _prim_call(target, target.impl(e.arg.type), arg, span)
@@ -228,7 +234,7 @@ class Interpreter:
         return check
 
 
-def _missing_edef(sig: Signature, span: Span | None) -> Callable:
+def missing_edef(sig: Signature, span: Span | None) -> Callable:
     def missing(*_):
         raise LabrysError(f"edef '{show_name(sig.name)}' has no implementation "
                           "(supply one with Module.implement)", span or sig.decl.span,

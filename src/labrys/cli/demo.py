@@ -12,8 +12,8 @@ def _rule(title: str) -> None:
     print(f"\n── {title} " + "─" * max(0, 68 - len(title)))
 
 
-def run_demo(source: str) -> int:
-    module = load(source, name="demo.ks")
+def run_demo(source: str, backend: str | None = None) -> int:
+    module = load(source, name="demo.ks", backend=backend)
     _rule("the program (demo.ks)")
     sys.stdout.write(source)
     _rule("running main")

@@ -8,9 +8,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from importlib import resources
 from typing import Any, Sequence
 
+from ..backends import BACKENDS, DEFAULT
 from ..api import Function, Module, evaluate_typed, load
 from ..errors import LabrysError
 from ..ir import nodes as ir
@@ -75,30 +77,35 @@ def choose_overload(f: Function, texts: list[str], module: Module) -> tuple[Sign
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    module = load(args.file)
+    module = load(args.file, backend=args.backend)
+    start = time.perf_counter()
     if args.fn is None:
         if "main" not in module.names():
             raise LabrysError(f"{args.file} has no 'main'; name a function: labrys run FILE FN ARGS...")
         module.function("main")()
         sys.stdout.flush()
-        return 0
-    sig, value = choose_overload(module.function(args.fn), args.args, module)
-    result = module.interpreter.call(sig, value)
-    sys.stdout.flush()
-    print(format_value(result, top=False))
+    else:
+        sig, value = choose_overload(module.function(args.fn), args.args, module)
+        result = module.backend.call(sig, value)
+        sys.stdout.flush()
+        print(format_value(result, top=False))
+    if args.timings:
+        total = time.perf_counter() - start
+        print(f"labrys: {module.backend.name} backend: compile {module.compile_seconds:.3f} s, "
+              f"run {total - module.compile_seconds:.3f} s", file=sys.stderr)
     return 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     for path in args.files:
-        module = load(path)
+        module = load(path, backend="interp")
         if not args.quiet:
             print(f"{path}: ok ({len(module.names())} functions)")
     return 0
 
 
 def cmd_fmt(args: argparse.Namespace) -> int:
-    module = load(args.file)
+    module = load(args.file, backend="interp")
     text = show_program(module.program)
     if args.check:
         with open(args.file, encoding="utf-8") as fh:
@@ -119,7 +126,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from ..verify import ALGORITHMS, verify
 
-    rows = verify(load(args.file), args.fn, trials=args.trials, tol=args.tol)
+    rows = verify(load(args.file, backend=args.backend), args.fn, trials=args.trials, tol=args.tol)
     names = [a.name for a in ALGORITHMS] + ["agree"]
     if args.json:
         print(json.dumps([{"function": r.function,
@@ -137,7 +144,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_adbench(args: argparse.Namespace) -> int:
     from ..adbench import RUNNERS
 
-    result = RUNNERS[args.problem](args.datafile, args.deriv)
+    result = RUNNERS[args.problem](args.datafile, args.deriv, backend=args.backend)
     for line in result.summary():
         print(line)
     if args.out:
@@ -153,7 +160,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
         sizes = [int(k) for k in args.sizes.split(",")]
     except ValueError:
         raise LabrysError(f"--sizes takes comma-separated integers, got {args.sizes!r}") from None
-    report = cost.measure(load(args.file), args.fn, args.deriv or ["rev"], sizes)
+    report = cost.measure(load(args.file, backend="interp"), args.fn, args.deriv or ["rev"], sizes)
     if args.json:
         print(json.dumps({"function": report.function, "sizes": report.sizes,
                           "primal": {"ops": report.primal.ops, "seconds": report.primal.seconds},
@@ -192,7 +199,23 @@ def demo_source() -> str:
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
-    return run_demo(demo_source())
+    return run_demo(demo_source(), args.backend)
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    from ..backends.compiled import cache_info, clear_cache
+
+    if args.action == "clear":
+        print(f"cleared {clear_cache()}")
+        return 0
+    root, modules, size = cache_info()
+    print(f"{root}: {modules} compiled modules, {size / 1e6:.1f} MB")
+    return 0
+
+
+def add_backend(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", choices=BACKENDS, default=None,
+                   help=f"interp, python or compiled (default: $LABRYS_BACKEND, else {DEFAULT})")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -205,6 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("file", metavar="FILE")
     run.add_argument("fn", metavar="FN", nargs="?", help="function to call, e.g. f or '[f Float]'")
     run.add_argument("args", metavar="ARGS", nargs="*", help="arguments: .ks literals/expressions or JSON")
+    run.add_argument("--timings", action="store_true", help="print compile and run time to stderr")
+    add_backend(run)
     run.set_defaults(handler=cmd_run)
 
     check = sub.add_parser("check", help="parse and type-check .ks files",
@@ -239,6 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--json", action="store_true", help="machine-readable output")
     verify.add_argument("--trials", type=int, default=3, help="random points per function (default 3)")
     verify.add_argument("--tol", type=float, default=1e-5, help="relative error allowed (default 1e-5)")
+    add_backend(verify)
     verify.set_defaults(handler=cmd_verify)
 
     cst = sub.add_parser("cost", help="how a derivative's cost grows with the input size",
@@ -264,6 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="derivation to use: gmm and lstm take a reverse one (default rev); ba and hand any "
                           "forward or reverse one, e.g. fwd, fwdt, dualfwd, deltarev (default rev for ba, fwd for hand)")
     adb.add_argument("--out", metavar="DIR", help="write <name>_F_labrys.txt and <name>_J_labrys.txt here")
+    add_backend(adb)
     adb.set_defaults(handler=cmd_adbench)
 
     bch = sub.add_parser("bench", help="time labrys's derivatives beside JAX, PyTorch, autograd and NumPy",
@@ -292,7 +319,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="run the bundled example and show what labrys does",
                           description="Run the bundled demo program: its source, values and derivatives.")
+    add_backend(demo)
     demo.set_defaults(handler=cmd_demo)
+
+    cache = sub.add_parser("cache", help="the compiled backend's cache: info or clear",
+                           description="Compiled modules live in $LABRYS_CACHE_DIR or ~/.cache/labrys.")
+    cache.add_argument("action", choices=["info", "clear"])
+    cache.set_defaults(handler=cmd_cache)
     return p
 
 

@@ -25,7 +25,7 @@ def rule(title: str) -> None:
 
 
 def show(path: str, fn: str, stages: bool, derivation: str, optimise: bool) -> int:
-    module = load(path)
+    module = load(path, backend="interp")
     if stages:
         from ..ad.stages import pipeline
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.build import is_atom
-from ..ir.traverse import FreshNames, all_names, children, rebuild
-from ..ir.types import INTEGER
+from ..ir.traverse import FreshNames, all_names, children, map_bottom_up, rebuild
+from ..ir.types import INTEGER, TTuple
 from ..util.deep import deep
 
 
@@ -186,3 +186,30 @@ def desugar_map(e: ir.Expr, fresh: FreshNames) -> ir.Expr:
     """(map (lam (x : A) e) v)  ↦  (let (vs v) (build (size vs) (lam (i : Integer) (let (x (index i vs)) e))))
     for a vector v; the result is untyped where rewritten (re-check it)."""
     return _desugar_map(e, fresh)
+
+
+# Note [Spread arguments]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# Every primitive takes one argument, a tuple when it is called with several, so
+# (add x_y) with x_y : (Tuple Float Float) is (add x y).  The derivative rules
+# are written per argument (Note [Derivative rules]), so before AD such a call
+# is rewritten to (add (get$1$2 x_y) (get$2$2 x_y)).  Whether a primitive spreads
+# its tuple is what its evaluator at that type does: (neg p) on a pair does not.
+
+@deep
+def spread_arguments(e: ir.Expr, fresh: FreshNames) -> ir.Expr:
+    """Typed ``e`` with the tuple argument of every spreading primitive call written out."""
+    from ..prelude import lookup  # the prelude's rules import this module
+
+    def spread(x: ir.Expr) -> ir.Expr:
+        if not isinstance(x, ir.Call) or isinstance(x.arg, ir.Tuple) or not isinstance(x.arg.type, TTuple):
+            return x
+        prim = lookup(x.func)
+        if prim is None or not getattr(prim.impl(x.arg.type), "spreads", False):
+            return x
+        t = x.arg.type
+        atom = x.arg if is_atom(x.arg) else ir.Var(fresh("t"), type=t)
+        parts = tuple(ir.Get(k + 1, len(t.elems), atom, type=s) for k, s in enumerate(t.elems))
+        call = ir.Call(x.func, ir.Tuple(parts, type=t), type=x.type, span=x.span)
+        return call if atom is x.arg else ir.Let(atom.name, x.arg, call, type=x.type, span=x.span)
+    return map_bottom_up(e, spread)

@@ -247,8 +247,8 @@ def _mul_impl(t: Type) -> Callable[[Any], Any]:
         return spread(_scale(b))
     if b == FLOAT:
         scale = _scale(a)
-        return lambda xy: scale(xy[1], xy[0])
-    return lambda mv: _matvec(mv[0], dense(mv[1]))
+        return spread(lambda x, y: scale(y, x))
+    return spread(lambda m, v: _matvec(m, dense(v)))
 
 
 def _mul_cost(result: Any, arg: Any) -> int:

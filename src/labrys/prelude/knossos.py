@@ -56,7 +56,7 @@ def _vec_init_type(t: Type) -> Type | None:
 
 def _vec_init_impl(t: Type):
     if isinstance(t, TTuple):
-        return lambda xs: make_vec(t.elems[0], list(xs))
+        return spread(lambda *xs: make_vec(t.elems[0], list(xs)))
     return lambda x: make_vec(t, [x])
 
 

@@ -85,8 +85,12 @@ def args_of(t: Type, n: int) -> tuple[Type, ...] | None:
 
 
 def spread(f: Fn) -> Fn:
-    """Evaluator of a several-argument primitive from one of its arguments."""
-    return lambda a: f(*a)
+    """Evaluator of a several-argument primitive from one of its arguments
+    (marked, see Note [Spread arguments] in labrys.opt.anf)."""
+    def spreading(a):
+        return f(*a)
+    spreading.spreads = True
+    return spreading
 
 
 class Meter:

@@ -1,0 +1,209 @@
+"""The ``compiled`` backend: defs that :mod:`labrys.backends.numba_source`
+accepts are compiled with ``numba.njit``; the others run on the ``python``
+backend, with a one-line note on stderr saying which function and why.
+
+Note [Compiled fallback]
+~~~~~~~~~~~~~~~~~~~~~~~~
+Never wrong, never silently slow: a def is compiled only when every node of
+it (and of every function it calls) has a machine representation; otherwise
+the generator's reason is printed and the def runs on ``python``.  Numba
+could still refuse generated code (a type it cannot unify): that is a note
+and a fallback too.  At run time, compiled code raises a plain exception
+where the interpreter reports a positioned error (an index out of range, a
+failed assert, Integer division by zero); the call is then re-run on
+``python`` (compiled defs are pure), which reports the error exactly as the
+interpreter does.
+
+Note [Compile cache]
+~~~~~~~~~~~~~~~~~~~~
+Numba's ``cache=True`` needs a real source file: the generated module is
+written to ``<cache dir>/<hash>.py``, where the hash covers the generated
+source, labrys's and Numba's versions, and imported from there; Numba keeps
+its machine code next to it (``__pycache__``).  The cache directory is
+``$LABRYS_CACHE_DIR`` or ``~/.cache/labrys``; ``labrys cache clear`` empties
+it.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import LabrysError
+from ..ir import nodes as ir
+from ..ir.names import show_name
+from ..ir.types import BOOL, FLOAT, INTEGER, TTensor, TTuple, Type
+from ..values import dense, make_vec
+from .numba_source import NumbaModuleSource, Unsupported, array_rank
+from .python import PythonBackend, note
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("LABRYS_CACHE_DIR") or Path.home() / ".cache" / "labrys")
+
+
+def cache_info() -> tuple[Path, int, int]:
+    """(directory, number of compiled modules, bytes used)."""
+    root = cache_dir()
+    if not root.exists():
+        return root, 0, 0
+    files = [p for p in root.rglob("*") if p.is_file()]
+    return root, len(list(root.glob("*.py"))), sum(p.stat().st_size for p in files)
+
+
+def clear_cache() -> Path:
+    root = cache_dir()
+    if root.exists():
+        shutil.rmtree(root)
+    return root
+
+
+def _versions() -> str:
+    import numba
+
+    from .. import __version__
+    return f"labrys {__version__} numba {numba.__version__}"
+
+
+def load_module(text: str) -> Any:
+    """Note [Compile cache]: the generated module, written to the cache and imported."""
+    digest = hashlib.sha256((_versions() + "\n" + text).encode()).hexdigest()[:32]
+    root = cache_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / f"labrys_{digest}.py"
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    name = f"labrys_compiled_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules[name] = module
+    return module
+
+
+def numba_type(t: Type):
+    from numba import types
+
+    if t == FLOAT:
+        return types.float64
+    if t == INTEGER:
+        return types.int64
+    if t == BOOL:
+        return types.boolean
+    if isinstance(t, TTuple):
+        return types.Tuple(tuple(numba_type(e) for e in t.elems))
+    if t.elem == INTEGER:
+        return types.Array(types.int64, t.rank, "C")
+    return types.Array(types.float64, array_rank(t), "C")
+
+
+class Ragged(ValueError):
+    """A nested vector whose rows differ in shape: no array represents it."""
+
+
+def to_machine(t: Type) -> Callable[[Any], Any]:
+    """Run-time value → the compiled representation (contiguous float64 arrays)."""
+    if isinstance(t, TTensor) and t.elem == FLOAT:
+        return lambda v: np.ascontiguousarray(dense(v), dtype=np.float64)
+    if isinstance(t, TTensor) and t.elem == INTEGER:  # an object array of ints
+        return lambda v: np.asarray(v, dtype=object).astype(np.int64)
+    if isinstance(t, TTensor):
+        row, rank = to_machine(t.elem), array_rank(t)
+
+        def stack(v: Any) -> np.ndarray:
+            rows = [row(x) for x in dense(v)]
+            if not rows:
+                return np.zeros((0,) * rank)
+            if any(r.shape != rows[0].shape for r in rows):
+                raise Ragged("ragged")
+            return np.stack(rows)
+        return stack
+    if isinstance(t, TTuple) and any(isinstance(e, (TTensor, TTuple)) for e in t.elems):
+        parts = [to_machine(e) for e in t.elems]
+        return lambda v: tuple(f(x) for f, x in zip(parts, v))
+    return lambda v: v
+
+
+def from_machine(t: Type) -> Callable[[Any], Any] | None:
+    """The compiled representation → the run-time value (None: the same)."""
+    if isinstance(t, TTensor) and t.elem == INTEGER:
+        return lambda a: make_vec(INTEGER, [int(x) for x in a.flat], a.shape)
+    if isinstance(t, TTensor) and t.elem != FLOAT:
+        row = from_machine(t.elem) or (lambda x: x)
+        return lambda a: make_vec(t.elem, [row(x) for x in a])
+    if isinstance(t, TTuple) and any(from_machine(e) for e in t.elems):
+        parts = [from_machine(e) or (lambda x: x) for e in t.elems]
+        return lambda v: tuple(f(x) for f, x in zip(parts, v))
+    return None
+
+
+class CompiledBackend(PythonBackend):
+    name = "compiled"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fallbacks: dict[str, str] = {}  # function -> why it runs on python
+
+    def generate(self, d: ir.Def) -> Callable[[Any], Any]:
+        """d compiled by Numba, or on the python backend with a note saying why."""
+        try:
+            mod = NumbaModuleSource(self)
+            entry = mod.add_def(d)
+            text = mod.text()
+        except Unsupported as why:
+            return self.fall_back(d, f"{why} is not supported by the compiled backend")
+        try:
+            fn = getattr(load_module(text), entry)
+            fn.compile(tuple(numba_type(p.type) for p in d.params))
+        except LabrysError:
+            raise
+        except Exception as exc:  # Numba refused the generated code (Note [Compiled fallback])
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            return self.fall_back(d, f"Numba could not compile it ({first[:120]})")
+        self.sources[show_name(d.name)] = text
+        return self._entry(d, fn)
+
+    def fall_back(self, d: ir.Def, why: str) -> Callable[[Any], Any]:
+        name = show_name(d.name)
+        if name not in self.fallbacks:
+            note(f"{name} runs on the python backend: {why}")
+        self.fallbacks[name] = why
+        return PythonBackend.generate(self, d)
+
+    def _entry(self, d: ir.Def, compiled: Any) -> Callable[[Any], Any]:
+        convert = [to_machine(p.type) for p in d.params]
+        slow: list[Callable] = []
+        back = from_machine(d.ret)
+        fn = compiled if back is None else (lambda *args: back(compiled(*args)))
+
+        def on_python(arg: Any) -> Any:  # Note [Compiled fallback]: the interpreter's error
+            if not slow:
+                slow.append(PythonBackend.generate(self, d))
+            return slow[0](arg)
+
+        if len(convert) == 1:
+            (c,) = convert
+
+            def run1(arg: Any) -> Any:
+                try:
+                    return fn(c(arg))
+                except (ArithmeticError, LookupError, AssertionError, ValueError, TypeError):
+                    return on_python(arg)
+            return run1
+
+        def run(arg: Any) -> Any:
+            try:
+                return fn(*[c(x) for c, x in zip(convert, arg)])
+            except (ArithmeticError, LookupError, AssertionError, ValueError, TypeError):
+                return on_python(arg)
+        return run

@@ -1,0 +1,356 @@
+"""IR → Python with explicit loops, for ``numba.njit``: the code generator of
+the ``compiled`` backend.
+
+It reuses the statement emitter of :mod:`labrys.backends.pysource` (and its
+Note [Generated names]); what differs is what a node may be and how calls
+become code.  Representations: Float / Integer / Bool are machine scalars
+(float64, int64, boolean), tuples are tuples, ``Tensor N Float`` is a
+C-contiguous float64 array.  ``build`` is a preallocated array filled by a
+loop, ``sumbuild`` and ``sum`` accumulate in a loop without allocating (a
+Float accumulator is a scalar; a vector accumulator is added into in
+place), ``fold`` is a loop over an accumulator.  A lambda may only appear as
+the body of such a loop.  Anything else raises :class:`Unsupported` with the
+construct and its position, and the def runs on the ``python`` backend.
+"""
+from __future__ import annotations
+
+import math
+
+from ..errors import Span
+from ..ir import nodes as ir
+from ..ir.names import show_name
+from ..ad import ALGORITHMS, primitive_rule_def
+from ..ir.types import BOOL, FLOAT, INTEGER, TTensor, TTuple, Type
+from ..types.checker import Signature
+from ..prelude import Primitive
+from .numba_tangents import SparseSum, TangentMixin, rebuild
+from .pysource import Emitter, Function, PyModuleSource
+
+HEADER = '''import math as _math
+
+import numpy as _np
+from numba import njit as _njit
+
+from labrys.backends.numba_runtime import _argextremum, _checkindex, _extremum, _idiv, _shaped
+
+_nan = float("nan")
+_inf = float("inf")
+'''
+DECORATOR = '@_njit(cache=True, error_model="numpy")'
+BUILTINS_USED = {"float", "range", "abs", "AssertionError", "IndexError", "ValueError", "ZeroDivisionError"}
+MAX_LOOPS = 12  # CPython allows 20 statically nested blocks
+MAX_STATEMENTS = 2000  # Numba's compile time grows faster than linearly with function size
+_ARITH = {"add": "+", "sub": "-", "mul": "*"}
+_CMP = {"lt": "<", "gt": ">", "lte": "<=", "gte": ">=", "eq": "==", "ne": "!="}
+_MATH = {"exp", "log", "sin", "cos", "tan", "tanh", "sinh", "cosh", "sqrt"}
+
+
+class Unsupported(Exception):
+    def __init__(self, what: str, span: Span | None) -> None:
+        super().__init__(f"{what} at {span!r}" if span else what)
+
+
+def representable(t: Type) -> bool:
+    if t in (FLOAT, INTEGER, BOOL):
+        return True
+    if isinstance(t, TTuple):
+        return all(representable(e) for e in t.elems)
+    return array_rank(t) is not None or int_array(t)
+
+
+def int_array(t: Type) -> bool:
+    """``Tensor N Integer``: an int64 array (no arithmetic on it is compiled)."""
+    return isinstance(t, TTensor) and t.elem == INTEGER
+
+
+def array_rank(t: Type) -> int | None:
+    """Rank of the float64 array that represents ``t``: ``Tensor N Float`` is N-D,
+    ``Vec`` of such a tensor one more (rectangular: checked where values enter)."""
+    if not isinstance(t, TTensor):
+        return None
+    if t.elem == FLOAT:
+        return t.rank
+    inner = array_rank(t.elem)
+    return None if inner is None or t.rank != 1 else inner + 1
+
+
+def _float_tensor(t: Type) -> bool:
+    return array_rank(t) is not None
+
+
+def _zeros(rank: int) -> str:
+    return f"_np.zeros(({'0, ' * rank}))"
+
+
+class NumbaModuleSource(PyModuleSource):
+    """A def and every user function it calls (transitively), as one njit module."""
+
+    def __init__(self, backend) -> None:
+        super().__init__(backend)
+        self.names: dict[int, tuple[str, int]] = {}  # id(signature) -> generated function, arity
+        self.active: set[int] = set()
+        self.direct: dict[int, list[str]] = {}  # Note [Nested accumulation]
+
+    def add_def(self, d: ir.Def) -> str:
+        for p in d.params:
+            if not representable(p.type):
+                raise Unsupported(f"parameter {p.name} of type {p.type}", p.span or d.span)
+        if not representable(d.ret):
+            raise Unsupported(f"result of type {d.ret}", d.span)
+        env: dict[str, str] = {}
+        fn = Function(self.fresh("fn"), [])
+        fn.params = [self.bind(env, p.name) for p in d.params]
+        self.functions.append(fn)
+        LoopEmitter(self, fn, env).tail(d.body)
+        return fn.name
+
+    def user_function(self, sig: Signature, span: Span | None) -> tuple[str, int]:
+        """The generated function for a callee, and its number of parameters."""
+        key = id(sig)
+        if key in self.active:
+            raise Unsupported(f"recursive call of {show_name(sig.name)}", span)
+        if key not in self.names:
+            self.active.add(key)
+            d = self.definition(sig, span)
+            self.names[key] = self.add_def(d), len(d.params)
+            self.active.discard(key)
+        return self.names[key]
+
+    def definition(self, sig: Signature, span: Span | None) -> ir.Def:
+        """The typed def a call runs: the program's, or the generated derived one."""
+        if isinstance(sig.decl, ir.Def):
+            return self.hooks.checked.typed(sig.decl)
+        derived = self.hooks.derived
+        deriv = sig.name.derivation if isinstance(sig.decl, ir.Gdef) else None
+        if deriv is not None and derived is not None:  # as Derivations.function_for
+            base = derived.base_of(sig)
+            if isinstance(base, Primitive) and deriv != "D":
+                return primitive_rule_def(deriv, base, sig.primal, self.hooks.functions)
+            if not isinstance(base, Primitive) and deriv in ALGORITHMS:
+                return derived.derive(deriv, base).d
+        raise Unsupported(f"call of {show_name(sig.name)} (an edef, or a linear map [D p])", span)
+
+    def text(self) -> str:
+        size = sum(len(fn.lines) for fn in self.functions)
+        if size > MAX_STATEMENTS:
+            raise Unsupported(f"a body of {size} statements (more than {MAX_STATEMENTS})", None)
+        out = [HEADER]
+        for fn in self.functions:
+            out += ["", DECORATOR, f"def {fn.name}({', '.join(fn.params)}):"]
+            out += [line for line, _ in fn.lines]
+        return "\n".join(out) + "\n"
+
+
+class LoopEmitter(TangentMixin, Emitter):
+    """Statements for Numba: loops instead of higher-order primitives."""
+
+    mod: NumbaModuleSource
+
+    def scoped(self, depth: int) -> "LoopEmitter":
+        return LoopEmitter(self.mod, self.fn, dict(self.env), depth)
+
+    def atom(self, e: ir.Expr) -> str:
+        if isinstance(e, ir.Var) and isinstance(self.env.get(e.name), SparseSum):
+            self.env[e.name] = self.materialise(self.env[e.name])
+        if e.type is not None and not representable(e.type) and not isinstance(e, ir.Lam):
+            raise Unsupported(f"a value of type {e.type}", e.span)
+        return super().atom(e)
+
+    def literal(self, value) -> str:
+        if isinstance(value, str):
+            raise Unsupported("a String", None)
+        if isinstance(value, float) and value != value:
+            return "_nan"
+        if isinstance(value, float) and value in (float("inf"), float("-inf")):
+            return "_inf" if value > 0 else "(-_inf)"
+        return super().literal(value)
+
+    def check(self, e: ir.Assert, cond: ir.Expr) -> None:
+        self.emit(f"if not {self.atom(cond)}:")
+        self.indented().emit('raise AssertionError("assertion failed")')
+
+    def assign(self, t: str, e: ir.Expr) -> None:
+        match e:
+            case ir.Call(func, arg):
+                self.call(t, e, func, arg)
+            case ir.Tuple() | ir.Get() | ir.Assert():
+                super().assign(t, e)
+            case _:
+                raise Unsupported(_WHAT.get(type(e), type(e).__name__), e.span)
+
+    # --- calls ----------------------------------------------------------------------
+
+    def call(self, t: str, e: ir.Call, func, arg: ir.Expr) -> None:
+        target = self.mod.hooks.functions.resolve(func, arg.type)
+        args = ir.call_args(e)
+        if isinstance(target, Signature):
+            callee, n = self.mod.user_function(target, e.span)
+            parts = [self.atom(a) for a in args] if n > 1 and isinstance(arg, ir.Tuple) else None
+            if parts is None:
+                a = self.atom(arg)
+                parts = [a] if n == 1 else [f"{a}[{k}]" for k in range(n)]
+            self.emit(f"{t} = {callee}({', '.join(parts)})")
+            return
+        name = target.name
+        if name in ("build", "sumbuild") and isinstance(args[1], ir.Lam):
+            return self.loop(t, name, args[0], args[1], e)
+        if name == "fold" and isinstance(args[0], ir.Lam):
+            return self.fold(t, args[0], args[1], args[2])
+        if name == "ts_sumbuild" and isinstance(args[1], ir.Lam) and args[0].type == INTEGER:
+            accs = self.ts_sumbuild(args[0], args[1], args[2])
+            self.emit(f"{t} = {rebuild(e.type, accs)}")
+            return
+        value = self.sparse_value(e)
+        if value is not None:
+            self.emit(f"{t} = {self.materialise(value)}")
+            return
+        code = self.tangent_primitive(name, args, e.type)
+        if code is not None:
+            self.emit(f"{t} = {code}")
+            return
+        types = [a.type for a in args]
+        xs = [self.atom(a) for a in args]
+        if name == "sum" and (_float_tensor(types[0]) or types[0] == TTensor(1, INTEGER)) and types[0].rank == 1:
+            return self.sum(t, xs[0], types[0].elem)
+        code = _primitive(name, types, xs, e.type)
+        if code is None:
+            raise Unsupported(f"primitive {name} on {arg.type}", e.span)
+        self.emit(f"{t} = {code}")
+
+    def loop(self, t: str, name: str, n: ir.Expr, lam: ir.Lam, e: ir.Call) -> None:
+        if self.depth >= MAX_LOOPS * 2:
+            raise Unsupported("loops nested too deeply", e.span)
+        size = self.atom(n)
+        rank = len(n.type.elems) if isinstance(n.type, TTuple) else 1
+        body_type = lam.body.type
+        nested = _float_tensor(body_type)
+        if not (body_type in (FLOAT, INTEGER) or nested) or (nested and rank != 1):
+            raise Unsupported(f"{name} of {body_type}", e.span)
+        if name == "build" and nested:
+            self.emit(f"{t} = {_zeros(1 + array_rank(body_type))}")
+        elif name == "build":
+            self.emit(f"{t} = _np.empty({size}{', _np.int64' if body_type == INTEGER else ''})")
+        elif body_type == FLOAT:
+            self.emit(f"{t} = 0.0")
+        elif body_type == INTEGER:
+            self.emit(f"{t} = 0")
+        else:
+            self.emit(f"{t} = {_zeros(array_rank(body_type))}")
+        inner, index = self, []
+        for k in range(rank):
+            i = self.mod.fresh("i")
+            inner.emit(f"for {i} in range({size if rank == 1 else f'{size}[{k}]'}):")
+            inner, index = inner.indented(), index + [i]
+        var = inner.mod.bind(inner.env, lam.var)
+        inner.emit(f"{var} = {index[0] if rank == 1 else '(' + ', '.join(index) + ',)'}")
+        x = inner.sparse_atom(lam.body) if name == "sumbuild" and nested else inner.atom(lam.body)
+        if isinstance(x, SparseSum):
+            inner.emit(f"if {index[0]} == 0:")
+            inner.indented().emit(f"{t} = _np.zeros({x.shape})")
+            inner.accumulate([t], body_type, x)
+        elif name == "build" and nested:  # rows of one shape: allocated when the first is known
+            inner.emit(f"if {index[0]} == 0:")
+            inner.indented().emit(f"{t} = _np.empty(({size},) + {x}.shape)")
+            inner.emit(f"{t}[{index[0]}] = _shaped({x}, {t}[{index[0]}])")
+        elif name == "build":
+            inner.emit(f"{t}[{', '.join(index)}] = {x}")
+        elif _float_tensor(body_type):  # first term: a copy; then added in place
+            first = " and ".join(f"{i} == 0" for i in index)
+            inner.emit(f"if {first}:")
+            inner.indented().emit(f"{t} = {x}.copy()")
+            inner.emit("else:")
+            inner.indented().emit(f"{t} += _shaped({x}, {t})")
+        else:
+            inner.emit(f"{t} += {x}")
+        if name == "sumbuild" and _float_tensor(body_type):
+            self.emit(f"if {size if rank == 1 else ' * '.join(f'{size}[{k}]' for k in range(rank))} == 0:")
+            self.indented().emit('raise ValueError("sumbuild of no vectors")')
+
+    def sum(self, t: str, v: str, elem: Type) -> None:
+        """Sequential, as the interpreter adds; a vector sum is accumulated in place."""
+        k = self.mod.fresh("i")
+        if elem in (FLOAT, INTEGER):
+            self.emit(f"{t} = {'0.0' if elem == FLOAT else '0'}")
+            self.emit(f"for {k} in range({v}.shape[0]):")
+            self.indented().emit(f"{t} += {v}[{k}]")
+            return
+        self.emit(f"if {v}.shape[0] == 0:")
+        self.indented().emit('raise ValueError("sum of no vectors")')
+        self.emit(f"{t} = {v}[0].copy()")
+        self.emit(f"for {k} in range(1, {v}.shape[0]):")
+        self.indented().emit(f"{t} += {v}[{k}]")
+
+    def fold(self, t: str, lam: ir.Lam, init: ir.Expr, vec: ir.Expr) -> None:
+        if not (_float_tensor(vec.type) or int_array(vec.type)) or vec.type.rank != 1:
+            raise Unsupported(f"fold over {vec.type}", vec.span)
+        self.emit(f"{t} = {self.atom(init)}")
+        v = self.atom(vec)
+        i = self.mod.fresh("i")
+        self.emit(f"for {i} in range({v}.shape[0]):")
+        inner = self.indented()
+        inner.emit(f"{inner.mod.bind(inner.env, lam.var)} = ({t}, {v}[{i}])")
+        inner.emit(f"{t} = {inner.atom(lam.body)}")
+
+
+_WHAT = {ir.Lam: "lambda", ir.App: "call of a function value", ir.Inj: "sum-type injection",
+         ir.Case: "case", ir.FnRef: "function reference (fn NAME)"}
+
+
+def _primitive(name: str, types: list[Type], xs: list[str], result: Type) -> str | None:
+    """Numba code for a primitive call on atoms ``xs`` of ``types``, or None."""
+    if not all(representable(t) for t in types) or not representable(result):
+        return None
+    if name == "index":
+        i, v = xs
+        rank = types[1].rank
+        if rank == 1:
+            return f"{v}[_checkindex({i}, {v}.shape[0])]"
+        checked = ", ".join(f"_checkindex({i}[{k}], {v}.shape[{k}])" for k in range(rank))
+        return f"{v}[{checked}]"
+    if any(isinstance(t, TTuple) for t in types):
+        return None
+    tensors = [t for t in types if isinstance(t, TTensor)]
+    if name in _ARITH or name == "div":
+        a, b = xs
+        if name == "div" and types == [INTEGER, INTEGER]:
+            return f"_idiv({a}, {b})"
+        op = _ARITH.get(name, "/")
+        if len(tensors) == 2:
+            return f"{a} {op} _shaped({b}, {a})"
+        return f"{a} {op} {b}"
+    if name == "neg":
+        return f"-{xs[0]}"
+    if name in _MATH:
+        return f"_np.{name}({xs[0]})"
+    if name in _CMP and not tensors:
+        return f"{xs[0]} {_CMP[name]} {xs[1]}"
+    if name in ("and", "or"):
+        return f"{xs[0]} {name} {xs[1]}"
+    if name == "not":
+        return f"not {xs[0]}"
+    if name in ("imax", "imin"):
+        return f"_argextremum({xs[0]}, {name == 'imax'})"
+    if name in ("max", "min") and types == [TTensor(1, FLOAT)]:
+        return f"_extremum({xs[0]}, {name == 'max'})"
+    if name in ("max", "min") and not tensors:  # as the interpreter: NaN wins
+        a, b = xs
+        return f"{a} if {a} {'>=' if name == 'max' else '<='} {b} or {a} != {a} else {b}"
+    if name in ("lgamma", "erf") and not tensors:
+        return f"_math.{name}({xs[0]})"
+    if name == "pi":
+        return repr(math.pi)
+    if name == "pow" and not tensors:
+        return f"{xs[0]} ** float({xs[1]})"
+    if name == "to_float":
+        return f"float({xs[0]})"
+    if name == "bool_to_float":
+        return f"1.0 if {xs[0]} else 0.0"
+    if name == "abs" and not tensors:
+        return f"abs({xs[0]})"
+    if name == "size" and types[0].rank == 1:
+        return f"{xs[0]}.shape[0]"
+    if name == "size":
+        return f"{xs[0]}.shape"
+    if name == "constVec" and types[0] == INTEGER and types[1] == FLOAT:
+        return f"_np.full({xs[0]}, {xs[1]})"
+    return None

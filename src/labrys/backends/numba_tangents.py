@@ -1,0 +1,262 @@
+"""Derivative code for the ``compiled`` backend: the tangent primitives
+(``ts_add``, ``ts_scale``, ``ts_zero``, ``ts_dot``, ``dot``), ``ts_sumbuild``,
+and sparse one-hot cotangents accumulated in place.
+
+Note [Sparse cotangents, compiled]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+The interpreter represents ``ts_delta v i x`` / ``deltaVec n i x`` as a
+sparse value (Note [Sparse cotangents]).  Here the generator keeps it
+symbolic instead: a let-bound one-hot, or a ``ts_add`` of one-hots and at
+most one dense vector, is a :class:`SparseSum` of (index, value) terms in
+the generator, and costs nothing at run time.  A loop that accumulates it
+(``sumbuild``, ``ts_sumbuild``) emits ``acc[i] += x`` per term; any other
+use materialises it (zeros, then the terms).  So the reverse of a loop of
+``index`` costs O(n), as in the interpreter, without allocating per
+iteration.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..ir import nodes as ir
+from ..ir.traverse import nodes
+from ..ir.types import FLOAT, INTEGER, TTensor, TTuple, Type
+
+_SPARSE_MAKERS = ("ts_delta", "deltaVec", "ts_add")
+
+
+@dataclass
+class SparseSum:
+    """``base + Σ onehot(shape, index, value)`` (Note [Sparse cotangents, compiled])."""
+
+    shape: str
+    terms: list[tuple[str, str]] = field(default_factory=list)
+    base: str | None = None
+
+
+class Added:
+    """A loop's result already added into the enclosing loop's accumulator."""
+
+
+ADDED = Added()
+
+
+def plan_nested_accumulation(direct: dict[int, list[str]], body: ir.Expr, accs: list[str]) -> None:
+    """Note [Nested accumulation]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    Reverse mode nests ts_sumbuild loops: the body of the outer one binds
+    ``((ra rb) (ts_sumbuild ...))`` and returns ``(tuple ra rb ...)``.  Summed
+    into zeros and then into the outer accumulators, the inner loop would cost
+    the size of the whole gradient per outer iteration.  A variable the inner
+    loop binds that is used only as a component of the body's result is
+    added straight into the outer accumulator of that component; ``direct``
+    maps the let to those accumulators (None for the other variables, which
+    get accumulators of their own)."""
+    chain, e = [], body
+    while isinstance(e, ir.Let):
+        chain.append(e)
+        e = e.body
+    parts = e.elems if isinstance(e, ir.Tuple) and len(accs) > 1 else (e,)
+    if len(parts) != len(accs):
+        return
+    slot = {x.name: k for k, x in enumerate(parts) if isinstance(x, ir.Var)}
+    uses: dict[str, int] = {}
+    for x in [*(let.rhs for let in chain), e]:
+        for node in nodes(x):
+            if isinstance(node, ir.Var):
+                uses[node.name] = uses.get(node.name, 0) + 1
+    bound = [n for let in chain for n in let.names]
+    for let in chain:
+        rhs = let.rhs
+        if not (isinstance(rhs, ir.Call) and rhs.func == "ts_sumbuild" and isinstance(ir.call_args(rhs)[1], ir.Lam)
+                and ir.call_args(rhs)[0].type == INTEGER):
+            continue
+        inner = rhs.type.elems if len(let.names) > 1 else (rhs.type,)
+        if any(isinstance(t, TTuple) for t in inner):
+            continue
+        targets = [accs[slot[n]] if n in slot and uses.get(n) == 1 and bound.count(n) == 1 else None
+                   for n in let.names]
+        if any(targets) and len(set(filter(None, targets))) == len(list(filter(None, targets))):
+            direct[id(let)] = targets
+
+
+def leaves(t: Type, path: str = "") -> list[tuple[str, Type]]:
+    """Each non-tuple part of t with its access path (``[0][1]``)."""
+    if isinstance(t, TTuple) and t.elems:
+        return [leaf for k, e in enumerate(t.elems) for leaf in leaves(e, f"{path}[{k}]")]
+    return [(path, t)]
+
+
+def rebuild(t: Type, names: list[str]) -> str:
+    """A tuple expression of type t from one name per leaf (in :func:`leaves` order)."""
+    it = iter(names)
+
+    def go(t: Type) -> str:
+        if isinstance(t, TTuple) and t.elems:
+            parts = [go(e) for e in t.elems]
+            return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+        return next(it)
+    return go(t)
+
+
+def _is_array(t: Type) -> bool:
+    return isinstance(t, TTensor)
+
+
+class TangentMixin:
+    """Methods of the Numba emitter for derivative code (see the module docstring)."""
+
+    # --- sparse values ----------------------------------------------------------------
+
+    def let_step(self, e: ir.Let) -> None:
+        into = self.mod.direct.pop(id(e), None)
+        if into is not None:  # Note [Nested accumulation]
+            accs = self.ts_sumbuild(*ir.call_args(e.rhs), into)
+            for name, target, acc in zip(e.names, into, accs):
+                self.env[name] = ADDED if target else acc
+            return
+        if isinstance(e.binder, str) and isinstance(e.rhs, ir.Call) and e.rhs.func in _SPARSE_MAKERS \
+                and _is_array(e.rhs.type):
+            value = self.sparse_value(e.rhs)
+            if value is None:
+                return super().let_step(e)
+            if isinstance(value, SparseSum):
+                self.env[e.binder] = value
+                return
+            self.env[e.binder] = value if value.isidentifier() else self.named(value)
+            return
+        super().let_step(e)
+
+    def named(self, code: str) -> str:
+        t = self.mod.fresh()
+        self.emit(f"{t} = {code}")
+        return t
+
+    def sparse_atom(self, e: ir.Expr):
+        """Like ``atom``, but a one-hot (sum) stays a :class:`SparseSum`; a tuple is a list."""
+        value = self.sparse_value(e)
+        return self.atom(e) if value is None else value
+
+    def sparse_value(self, e: ir.Expr):
+        """:meth:`sparse_atom` of the forms that make sparse values; None for others."""
+        match e:
+            case ir.Var(name) if isinstance(self.env.get(name), (SparseSum, Added)):
+                return self.env[name]
+            case ir.Let():
+                scope = self.scoped(self.depth)
+                return scope.sparse_atom(scope.lets(e))
+            case ir.Tuple(elems):
+                return [self.sparse_atom(x) for x in elems]
+            case ir.Call("ts_delta", ir.Tuple((v, i, x))) if v.type.rank == 1:
+                like = self.atom(v)
+                return SparseSum(f"{like}.shape", [(self.atom(i), self.atom(x))])
+            case ir.Call("deltaVec", ir.Tuple((n, i, x))) if n.type == INTEGER:
+                size = self.atom(n)
+                return SparseSum(f"({size},)", [(self.atom(i), self.atom(x))])
+            case ir.Call("ts_add", ir.Tuple((a, b))) if _is_array(e.type) and a.type == b.type:
+                left, right = self.sparse_atom(a), self.sparse_atom(b)
+                if not isinstance(left, SparseSum) and not isinstance(right, SparseSum):
+                    return f"{left} + _shaped({right}, {left})"
+                if not isinstance(left, SparseSum):
+                    left, right = right, left
+                if isinstance(right, SparseSum):
+                    if left.base is not None and right.base is not None:
+                        right = self.materialise(right)
+                    else:
+                        return SparseSum(left.shape, left.terms + right.terms, left.base or right.base)
+                return SparseSum(left.shape, left.terms, right if left.base is None else
+                                 self.named(f"{left.base} + _shaped({right}, {left.base})"))
+        return None
+
+    def materialise(self, value) -> str:
+        if not isinstance(value, SparseSum):
+            return value
+        t = self.mod.fresh()
+        self.emit(f"{t} = _np.zeros({value.shape})" if value.base is None else
+                  f"{t} = _shaped({value.base}, _np.zeros({value.shape})).copy()")
+        self.add_terms(t, value)
+        return t
+
+    def add_terms(self, acc: str, value: SparseSum) -> None:
+        for i, x in value.terms:
+            self.emit(f"{acc}[_checkindex({i}, {acc}.shape[0])] += {x}")
+
+    # --- accumulation -------------------------------------------------------------------
+
+    def accumulate(self, accs: list[str], t: Type, value) -> None:
+        """``accs`` (one variable per leaf of t) += value, in place for arrays."""
+        for acc, (path, leaf) in zip(accs, leaves(t)):
+            part = value
+            for k in _indices(path):
+                part = part[k] if isinstance(part, list) else f"{self.materialise(part)}[{k}]"
+            if leaf == TTuple(()) or part is ADDED:
+                continue
+            if isinstance(part, SparseSum):
+                self.add_terms(acc, part)
+                if part.base is not None:
+                    self.emit(f"{acc} += _shaped({part.base}, {acc})")
+            elif _is_array(leaf):
+                self.emit(f"{acc} += _shaped({part}, {acc})")
+            else:
+                self.emit(f"{acc} += {part}")
+
+    def ts_sumbuild(self, n: ir.Expr, lam: ir.Lam, like: ir.Expr,
+                    into: list[str | None] | None = None) -> list[str]:
+        """A ts_sumbuild loop; returns its accumulators, one per leaf of the result:
+        fresh zeros, or where ``into`` names one, an enclosing loop's (Note [Nested accumulation])."""
+        result = lam.body.type
+        size, base = self.atom(n), self.atom(like)
+        accs = []
+        for (path, leaf), target in zip(leaves(result), into or [None] * len(leaves(result))):
+            if target is None:
+                target = self.mod.fresh("acc")
+                zero = "0.0" if leaf == FLOAT else "()" if leaf == TTuple(()) else f"_np.zeros({base}{path}.shape)"
+                self.emit(f"{target} = {zero}")
+            accs.append(target)
+        i = self.mod.fresh("i")
+        self.emit(f"for {i} in range({size}):")
+        inner = self.indented()
+        inner.env[lam.var] = i
+        plan_nested_accumulation(self.mod.direct, lam.body, accs)
+        inner.accumulate(accs, result, inner.sparse_atom(lam.body))
+        return accs
+
+    # --- tangent primitives -----------------------------------------------------------
+
+    def tangent_primitive(self, name: str, args: tuple[ir.Expr, ...], result: Type) -> str | None:
+        """Code for ts_add / ts_scale / ts_neg / ts_zero / ts_dot / dot, leaf by leaf."""
+        if name not in ("ts_add", "ts_scale", "ts_neg", "ts_zero", "ts_dot", "dot"):
+            return None
+        xs = [self.materialise(self.sparse_atom(a)) for a in args]
+        if name in ("ts_dot", "dot"):
+            parts = [self.dot(f"{xs[0]}{p}", f"{xs[1]}{p}", leaf) for p, leaf in leaves(args[0].type)
+                     if leaf != TTuple(())]
+            return " + ".join(parts) or "0.0"
+        names = []
+        for path, leaf in leaves(args[-1].type if name != "ts_add" else args[0].type):
+            a = f"{xs[0]}{path}"
+            if name == "ts_add":
+                b = f"{xs[1]}{path}"
+                code = f"{a} + _shaped({b}, {a})" if _is_array(leaf) else f"{a} + {b}" if leaf == FLOAT else a
+            elif name == "ts_scale":
+                code = f"{xs[0]} * {xs[1]}{path}"
+            elif name == "ts_neg":
+                code = f"-{a}"
+            else:
+                code = "0.0" if leaf == FLOAT else f"_np.zeros({a}.shape)" if _is_array(leaf) else "()"
+            names.append(self.named(code))
+        return rebuild(result, names)
+
+    def dot(self, a: str, b: str, leaf: Type) -> str:
+        if not _is_array(leaf):
+            return f"{a} * {b}"
+        t, k = self.mod.fresh(), self.mod.fresh("i")
+        self.emit(f"{t} = 0.0")
+        self.emit(f"_shaped({b}, {a})")
+        self.emit(f"for {k} in _np.ndindex({a}.shape):")
+        self.indented().emit(f"{t} += {a}[{k}] * {b}[{k}]")
+        return t
+
+
+def _indices(path: str) -> list[int]:
+    return [int(k) for k in path.strip("[]").split("][")] if path else []
