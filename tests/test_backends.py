@@ -191,3 +191,12 @@ def exact(v):
     if isinstance(v, (tuple, list, np.ndarray)):
         return [exact(x) for x in v]
     return repr(v) if isinstance(v, str) else f"{type(v).__name__} {v!r}"
+
+
+def test_map_over_a_vector_compiles_as_a_loop():
+    """(map f v) is the build it abbreviates; its lambda is a loop body, not a closure."""
+    m = labrys.load("(def f Float ((m : Vec (Vec Float)) (v : Vec Float))\n"
+                    "  (sum (map (lam (row : Vec Float) (sum (mul row v))) m)))\n", backend="compiled")
+    rows, v = np.arange(6.0).reshape(2, 3), np.array([1.0, 2.0, 3.0])
+    assert m.f(rows, v) == float((rows @ v).sum())
+    assert not m.backend.fallbacks

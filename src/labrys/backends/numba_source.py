@@ -19,9 +19,11 @@ import math
 from ..errors import Span
 from ..ir import nodes as ir
 from ..ir.names import show_name
+from ..ir.traverse import FreshNames, all_names, nodes
 from ..ad import ALGORITHMS, primitive_rule_def
+from ..opt.anf import desugar_map
 from ..ir.types import BOOL, FLOAT, INTEGER, TTensor, TTuple, Type
-from ..types.checker import Signature
+from ..types.checker import Signature, check_def
 from ..prelude import Primitive
 from .numba_tangents import SparseSum, TangentMixin, rebuild
 from .pysource import Emitter, Function, PyModuleSource
@@ -92,6 +94,7 @@ class NumbaModuleSource(PyModuleSource):
         self.direct: dict[int, list[str]] = {}  # Note [Nested accumulation]
 
     def add_def(self, d: ir.Def) -> str:
+        d = self.without_map(d)
         for p in d.params:
             if not representable(p.type):
                 raise Unsupported(f"parameter {p.name} of type {p.type}", p.span or d.span)
@@ -103,6 +106,14 @@ class NumbaModuleSource(PyModuleSource):
         self.functions.append(fn)
         LoopEmitter(self, fn, env).tail(d.body)
         return fn.name
+
+    def without_map(self, d: ir.Def) -> ir.Def:
+        """(map f v) over a vector as the build it is, so its lambda becomes a loop body."""
+        if not any(isinstance(x, ir.Call) and x.func == "map" for x in nodes(d.body)):
+            return d
+        fresh = FreshNames(all_names(d.body) | {p.name for p in d.params})
+        return check_def(ir.Def(d.name, d.ret, d.params, desugar_map(d.body, fresh), span=d.span),
+                         self.hooks.functions)
 
     def user_function(self, sig: Signature, span: Span | None) -> tuple[str, int]:
         """The generated function for a callee, and its number of parameters."""
