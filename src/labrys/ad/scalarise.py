@@ -79,6 +79,9 @@ class _Scalarise:
 
     def call(self, e: ir.Call, arg: ir.Expr) -> ir.Expr:
         name, res = lookup(e.func).name, e.type
+        if name == "sum" and _is_build(arg):  # (sum (build n f)) is (sumbuild n f): no vector made
+            n, f = arg.arg.elems
+            return self.sum_of(n, f.var, f.body, res)
         types = _arg_types(e)
         binds, args = self.atoms(arg, len(types))
         if name in ELEMENTWISE and all(t == res or t in (FLOAT, INTEGER) for t in types) \
@@ -165,6 +168,11 @@ class _Scalarise:
         k = self.fresh("n")
         return let(k, n, ir.Assert(C("gt", V(k), ir.Const(0, INTEGER)), C(
             "ifold", C("sub", V(k), ir.Const(1, INTEGER)), lam(acc, TTuple((t, INTEGER)), body), first)))
+
+
+def _is_build(e: ir.Expr) -> bool:
+    return isinstance(e, ir.Call) and e.func == "build" and isinstance(e.arg, ir.Tuple) \
+        and len(e.arg.elems) == 2 and isinstance(e.arg.elems[1], ir.Lam) and e.arg.elems[1].var_type == INTEGER
 
 
 def _is_vec(t: Type) -> bool:
