@@ -187,6 +187,10 @@ def _rewrite_call(e: ir.Call, f: str, arg: ir.Expr) -> ir.Expr:
             return a[0]
     if f == "div" and len(a) == 2 and _is_one(a[1]) and a[0].type == e.type:
         return a[0]
+    if f == "div" and len(a) == 2 and is_zero(a[0]) and e.type == FLOAT:
+        return ir.const(0.0)  # a structural zero, as for mul
+    if f == "sub" and len(a) == 2 and is_zero(a[0]) and a[1].type == e.type == FLOAT:
+        return ir.Call("neg", a[1], type=e.type)
     if f == "sum" and isinstance(a[0], ir.Call) and a[0].func == "deltaVec":
         return _args(a[0].arg)[2]  # V8
     if f == "index" and isinstance(a[1], ir.Call) and a[1].func == "build":
