@@ -16,7 +16,7 @@ from .cost import sized_value
 from .errors import LabrysError
 from .ir import nodes as ir
 from .ir.names import DerivedName, TypedName, show_name
-from .ir.types import TLam, TSum, TTensor, TTuple, Type
+from .ir.types import TTuple, Type, has_function
 from .types.checker import Signature
 from .types.tangent import is_constant_tangent
 from .values import Inj, Sparse, to_python
@@ -74,12 +74,6 @@ def _axpy(x: Any, h: float, d: Any) -> Any:
     if isinstance(x, Inj):
         return Inj(x.left, _axpy(x.value, h, d.value))
     return [_axpy(a, h, b) for a, b in zip(x, d)]
-
-
-def _has_function(t: Type) -> bool:
-    return isinstance(t, TLam) or any(_has_function(e) for e in getattr(t, "elems", ())) \
-        or isinstance(t, TTensor) and _has_function(t.elem) \
-        or isinstance(t, TSum) and (_has_function(t.left) or _has_function(t.right))
 
 
 def _tangent_like(v: Any, rng: np.random.Generator) -> Any:
@@ -140,7 +134,7 @@ def check_function(module: Module, sig: Signature, trials: int = 3, tol: float =
             row.cells[alg.name] = Cell(None, detail=_where(exc))
     for _ in range(trials):
         try:
-            if _has_function(sig.ret):
+            if has_function(sig.ret):
                 raise LabrysError(f"a function-typed result ({sig.ret}) has no finite differences")
             x = random_value(sig.arg, rng)
         except LabrysError as exc:

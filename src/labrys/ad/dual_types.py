@@ -13,7 +13,7 @@ from ..errors import LabrysError, Span
 from ..ir import nodes as ir
 from ..ir.build import C, V, get, lam, let, tup, zero_tangent
 from ..ir.traverse import FreshNames
-from ..ir.types import FLOAT, TLam, TSum, TTensor, TTuple, Type
+from ..ir.types import FLOAT, TLam, TSum, TTensor, TTuple, Type, has_function
 from ..types.tangent import dual_type, is_constant_tangent, tangent_type
 
 TypeMap = Callable[[Type], Type]
@@ -61,17 +61,6 @@ def _walk(e: ir.Expr, t: Type, at_real: Callable[[ir.Expr], ir.Expr],
                                   "(seed 004 §11, footnote 13)", span)
         raise LabrysError(f"internal: no dual-number walk for {t}", span)
     return walk(e, t)
-
-
-def has_function(t: Type) -> bool:
-    match t:
-        case TTuple(elems):
-            return any(map(has_function, elems))
-        case TTensor(_, elem):
-            return has_function(elem)
-        case TSum(a, b):
-            return has_function(a) or has_function(b)
-    return isinstance(t, TLam)
 
 
 def require_first_order(d: ir.Def, algorithm: str) -> None:

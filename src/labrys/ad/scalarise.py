@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..errors import LabrysError
 from ..ir import nodes as ir
-from ..ir.build import C, V, get, if_, lam, let, tup
+from ..ir.build import C, V, get, if_, index_type, lam, let, tup
 from ..ir.traverse import FreshNames, children, nodes, rebuild
 from ..ir.types import FLOAT, INTEGER, TTensor, TTuple, Type
 from ..opt.anf import rename_apart
@@ -112,7 +112,7 @@ class _Scalarise:
                          for k in range(n)))
         i = self.fresh("i")
         first = next(a for a, t in zip(args, types) if t == res)
-        return C("build", C("size", first), lam(i, _index_type(res), C(op, *(
+        return C("build", C("size", first), lam(i, index_type(res), C(op, *(
             C("index", V(i), a) if t == res else a for a, t in zip(args, types)))))
 
     def reduction(self, name: str, e: ir.Call, args: list[ir.Expr], types: tuple[Type, ...]) -> ir.Expr:
@@ -144,11 +144,11 @@ class _Scalarise:
             row = self.sum_of(C("size", args[1]), j, C("mul", C("index", tup(V(i), V(j)), args[0]),
                                                          C("index", V(j), args[1])), FLOAT)
             return C("build", get(1, 2, C("size", args[0])), lam(i, INTEGER, row))
-        if name == "deltaVec" and len(types) == 3 and types[0] == types[1] == _index_type(e.type):
+        if name == "deltaVec" and len(types) == 3 and types[0] == types[1] == index_type(e.type):
             zero = ir.Const(0.0, FLOAT) if types[2] == FLOAT else C("mul", ir.Const(0.0, FLOAT), args[2])
             return C("build", args[0], lam(i, types[0], if_(C("eq", V(i), args[1]), args[2], zero)))
         if name == "setAt" and len(types) == 3 and isinstance(types[1], TTensor) \
-                and types[0] == _index_type(types[1]):
+                and types[0] == index_type(types[1]):
             return C("build", C("size", args[1]), lam(i, types[0], if_(C("eq", V(i), args[0]), args[2],
                                                                       C("index", V(i), args[1]))))
         raise LabrysError(f"the dual-number algorithms do not support '{name}' on "
@@ -177,8 +177,3 @@ def _is_build(e: ir.Expr) -> bool:
 
 def _is_vec(t: Type) -> bool:
     return isinstance(t, TTensor) and t.rank == 1
-
-
-def _index_type(t: Type) -> Type:
-    return INTEGER if not isinstance(t, TTensor) or t.rank == 1 else TTuple((INTEGER,) * t.rank)
-

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from ..errors import Span
 from ..ir import nodes as ir
@@ -61,15 +61,14 @@ class Namespace:
         return self._ids[key]
 
 
-class Hooks:
+class Hooks(Protocol):
     """What the generator asks of its backend: code for calls and function references."""
 
     def callee(self, e: ir.Call, ns: Namespace) -> tuple[str, str | None]:
         """(callee as a Python expression, primitive name or None) for a call node."""
-        raise NotImplementedError
 
     def fnref(self, e: ir.FnRef, ns: Namespace) -> str:
-        raise NotImplementedError
+        """A Python expression for the function value (fn NAME)."""
 
 
 class Function:

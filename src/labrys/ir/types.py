@@ -99,6 +99,18 @@ def show_type(t: Type) -> str:
     raise TypeError(f"not a type: {t!r}")
 
 
+def has_function(t: Type) -> bool:
+    """t holds a function somewhere (it is not first-order)."""
+    match t:
+        case TTuple(elems):
+            return any(map(has_function, elems))
+        case TTensor(_, elem):
+            return has_function(elem)
+        case TSum(a, b):
+            return has_function(a) or has_function(b)
+    return isinstance(t, TLam)
+
+
 def is_scalar(t: Type) -> bool:
     return t == FLOAT or t == INTEGER
 

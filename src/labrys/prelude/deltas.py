@@ -134,41 +134,35 @@ def delta_let(d: Delta) -> Delta:
 
 # --- evaluators -------------------------------------------------------------
 
-def eval_tree(x: float, d: Delta, grad: np.ndarray) -> None:
-    """eval₂ (Fig. 8): walk d as a tree, adding x·(d's coefficient of input i) to grad[i-1].
-    A Delta reachable by k paths is walked k times: that is deltarev2's blow-up."""
+def _accumulate(x: float, d: Delta, into: np.ndarray, leaf: type, offset: int, who: str) -> None:
+    """Walk the Let-free d as a tree from seed x: each ``leaf`` node i adds the scaled
+    seed to into[i - offset].  Counts every node visited on the op-count meter."""
     stack, visits = [(x, d)], 0
     while stack:
         x, d = stack.pop()
         visits += 1
-        if type(d) is Add:
+        kind = type(d)
+        if kind is leaf:
+            into[d.i - offset] += x
+        elif kind is Add:
             stack.append((x, d.b))
             stack.append((x, d.a))
-        elif type(d) is Scale:
+        elif kind is Scale:
             stack.append((x * d.r, d.d))
-        elif type(d) is OneHot:
-            grad[d.i - 1] += x
-        elif type(d) is not Zero:
-            raise PrimError(f"deltarev2 met a {type(d).__name__} Delta")
+        elif kind is not Zero:
+            raise PrimError(f"{who} met a {kind.__name__} Delta")
     METER.ops += visits
+
+
+def eval_tree(x: float, d: Delta, grad: np.ndarray) -> None:
+    """eval₂ (Fig. 8): adds x·(d's coefficient of input i) to grad[i-1].  A Delta
+    reachable by k paths is walked k times: that is deltarev2's blow-up."""
+    _accumulate(x, d, grad, OneHot, 1, "deltarev2")
 
 
 def eval_into(x: float, d: Delta, adj: np.ndarray) -> None:
     """eval on a Let-free Delta (a tape rhs or an output): adj[i] += x·coefficient of Var i."""
-    stack, visits = [(x, d)], 0
-    while stack:
-        x, d = stack.pop()
-        visits += 1
-        if type(d) is Var:
-            adj[d.i] += x
-        elif type(d) is Add:
-            stack.append((x, d.b))
-            stack.append((x, d.a))
-        elif type(d) is Scale:
-            stack.append((x * d.r, d.d))
-        elif type(d) is not Zero:
-            raise PrimError(f"deltarev met a {type(d).__name__} Delta")
-    METER.ops += visits
+    _accumulate(x, d, adj, Var, 0, "deltarev")
 
 
 def eval_map(x: float, d: Delta, mp: dict[int, float]) -> dict[int, float]:

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir.types import DELTA, FLOAT, UNIT, TLam, TSum, TTensor, TTuple, Type
+from ..ir.types import FLOAT, UNIT, TLam, TSum, TTensor, TTuple, Type, has_function
 from ..types.tangent import DUAL_IMAGES, dual_type, is_constant_tangent, tangent_type
 from ..values import Inj, PrimError, dense, make_vec
 from .deltas import LAST, TAPES, OneHot, Tape, Var, eval_into, eval_tree, sweep
@@ -95,19 +95,8 @@ def output_parts(y: Any, dt: Any, t: Type) -> list[tuple[Any, float]]:
     return out
 
 
-def _first_order(t: Type) -> bool:
-    match t:
-        case TTuple(elems):
-            return all(_first_order(e) for e in elems)
-        case TTensor(_, elem):
-            return _first_order(elem)
-        case TSum(a, b):
-            return _first_order(a) and _first_order(b)
-    return not isinstance(t, TLam) and t != DELTA
-
-
 def _inputs(image: Type) -> Callable[[Type], Type | None]:
-    return lambda t: dual_type(t, image) if _first_order(t) else None
+    return lambda t: dual_type(t, image) if not has_function(t) else None
 
 
 def _delta_inputs(t: Type) -> Callable[[Any], Any]:
@@ -151,7 +140,7 @@ for _name, _image, _impl in (("deltaInputs", DUAL_IMAGES["delta"], _delta_inputs
 def _gradient_type(image: Type) -> Callable[[Type], Type | None]:
     def typeof(t: Type) -> Type | None:
         a = args_of(t, 3)
-        if a is None or not _first_order(a[0]):
+        if a is None or has_function(a[0]):
             return None
         return tangent_type(a[0]) if a[2] == tangent_type(a[2]) and _matches(a[1], a[2], image) else None
     return typeof
@@ -189,30 +178,28 @@ def _delta_gradient(t: Type) -> Callable[[Any], Any]:
     return spread(gradient)
 
 
-def _delta2_gradient(t: Type) -> Callable[[Any], Any]:
-    """Fig. 8 for a general T: eval₂ of every output's Delta, seeded with its cotangent."""
-    s, _, dt_type = t.elems
+def _summed_gradient(add: Callable[[np.ndarray, Any, float], None]) -> Callable[[Type], Callable]:
+    """A gradient into one array of the input's reals, each output real adding its part."""
+    def impl(t: Type) -> Callable[[Any], Any]:
+        s, _, dt_type = t.elems
 
-    def gradient(x, y, dt):
-        grad = np.zeros(count_reals(x, s))
-        for d, g in output_parts(y, dt, dt_type):
-            eval_tree(g, d, grad)
-        return cotangent_like(grad, x, s)
-    return spread(gradient)
+        def gradient(x, y, dt):
+            grad = np.zeros(count_reals(x, s))
+            for part, g in output_parts(y, dt, dt_type):
+                add(grad, part, g)
+            return cotangent_like(grad, x, s)
+        return spread(gradient)
+    return impl
 
 
-def _delta1_gradient(t: Type) -> Callable[[Any], Any]:
-    """Fig. 6 for a general T: Σ_j dt_j ⊗ ds_j over the output's reals."""
-    s, _, dt_type = t.elems
+def _add_cotangent(grad: np.ndarray, ds: np.ndarray, g: float) -> None:
+    if len(ds):  # the empty vector is zero_S (Note [D1 cotangents])
+        grad += g * ds
+        METER.ops += 2 * len(ds)
 
-    def gradient(x, y, dt):
-        grad = np.zeros(count_reals(x, s))
-        for ds, g in output_parts(y, dt, dt_type):
-            if len(ds):
-                grad += g * ds
-                METER.ops += 2 * len(ds)
-        return cotangent_like(grad, x, s)
-    return spread(gradient)
+
+_delta2_gradient = _summed_gradient(lambda grad, d, g: eval_tree(g, d, grad))  # Fig. 8: eval₂ per output
+_delta1_gradient = _summed_gradient(_add_cotangent)  # Fig. 6: Σ_j dt_j ⊗ ds_j
 
 
 for _name, _image, _impl in (("deltaGradient", DUAL_IMAGES["delta"], _delta_gradient),
@@ -240,6 +227,6 @@ def _reals_of(v: Any, t: Type) -> list[float]:
 
 
 primitive("dualZip", lambda t: dual_type(args_of(t, 2)[0], FLOAT)
-          if args_of(t, 2) and _first_order(args_of(t, 2)[0]) and args_of(t, 2)[1] == tangent_type(args_of(t, 2)[0])
+          if args_of(t, 2) and not has_function(args_of(t, 2)[0]) and args_of(t, 2)[1] == tangent_type(args_of(t, 2)[0])
           else None, _dual_zip, "(dualZip x dx): dualfwd's input, each real of x paired with its tangent "
           "(seed 004 Fig. 15 zip_S).")
