@@ -113,12 +113,12 @@ def test_write_outputs_layout(tmp_path):
 def lstm_loss(main: np.ndarray, extra: np.ndarray, state: np.ndarray, seq: np.ndarray) -> float:
     """An independent NumPy transcription of ADBENCH.md §4.2–4.3."""
     sig = lambda z: 1 / (1 + np.exp(-z))  # noqa: E731
-    l, b = main.shape[0] // 2, seq.shape[1]
+    layers, b = main.shape[0] // 2, seq.shape[1]
     h, s = state[0::2].copy(), state[1::2].copy()
     total = 0.0
     for t in range(seq.shape[0] - 1):
         x = seq[t] * extra[0]
-        for i in range(l):
+        for i in range(layers):
             W, B = main[2 * i].reshape(4, b), main[2 * i + 1].reshape(4, b)
             f, g_in = sig(x * W[0] + B[0]), sig(h[i] * W[1] + B[1])
             o, cand = sig(x * W[2] + B[2]), np.tanh(h[i] * W[3] + B[3])
@@ -132,12 +132,12 @@ def lstm_loss(main: np.ndarray, extra: np.ndarray, state: np.ndarray, seq: np.nd
 
 def test_lstm_small_instance_gradient_against_numpy_finite_differences(tmp_path):
     rng = np.random.default_rng(3)
-    l, c, b = 1, 5, 3
-    main, extra = rng.uniform(-1, 1, (2 * l, 4 * b)), rng.uniform(-1, 1, (3, b))
-    state, seq = rng.uniform(-1, 1, (2 * l, b)), rng.integers(0, 2, (c, b)).astype(float)
+    layers, c, b = 1, 5, 3
+    main, extra = rng.uniform(-1, 1, (2 * layers, 4 * b)), rng.uniform(-1, 1, (3, b))
+    state, seq = rng.uniform(-1, 1, (2 * layers, b)), rng.integers(0, 2, (c, b)).astype(float)
     path = tmp_path / "lstm_small.txt"
     num = lambda r: " ".join(repr(float(v)) for v in r)  # noqa: E731
-    rows = [f"{l} {c} {b}", ""] + [num(r) for r in main] + [""] \
+    rows = [f"{layers} {c} {b}", ""] + [num(r) for r in main] + [""] \
         + [num(r) for r in extra] + [""] + [num(r) for r in state] + [""] \
         + [" ".join(str(int(v)) for v in r) for r in seq] + [""]
     path.write_text("\n".join(rows))

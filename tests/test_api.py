@@ -88,7 +88,7 @@ def test_names_and_iteration(m):
 
 def test_getattr_of_unknown_name(m):
     with pytest.raises(AttributeError):
-        m.does_not_exist
+        _ = m.does_not_exist
     with pytest.raises(LabrysError):
         m["does_not_exist"]
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import labrys
-from test_deep import N, REC, nested_calls, nested_ifs, nested_lets
+from test_deep import REC, N, nested_calls, nested_ifs, nested_lets
 from test_examples import EXAMPLES, NEEDS_AD, ROOT, same_output
 from test_knossos_ad import FILES, load_case, rand_like, same
 
@@ -165,7 +165,8 @@ SEMANTICS = """
 (def squares (Vec Integer) (n : Integer) (build n (lam (i : Integer) (mul i i))))
 (def fold_ints Integer (n : Integer) (fold (lam (a_x : Tuple Integer Integer) (add (get$1$2 a_x) (get$2$2 a_x)))
                                           0 (squares n)))
-(def rows (Vec (Vec Float)) (n : Integer) (build n (lam (i : Integer) (build 2 (lam (j : Integer) (to_float (add i j)))))))
+(def rows (Vec (Vec Float)) (n : Integer)
+  (build n (lam (i : Integer) (build 2 (lam (j : Integer) (to_float (add i j)))))))
 (def ieee Float (x : Float) (add (div 1.0 x) (log x)))
 """
 

@@ -10,12 +10,21 @@ import numpy as np
 import pytest
 
 import labrys
-
 from labrys.bench.labrys_side import available_backends, gradient, load_module, reverse_derivations
 from labrys.bench.report import markdown
 from labrys.bench.run import Options, run_workload
-from labrys.bench.suite import (Impl, Instance, LabrysProgram, Unavailable, Workload, find_suite, flatten,
-                                load_suite, relative_difference, select)
+from labrys.bench.suite import (
+    Impl,
+    Instance,
+    LabrysProgram,
+    Unavailable,
+    Workload,
+    find_suite,
+    flatten,
+    load_suite,
+    relative_difference,
+    select,
+)
 from labrys.bench.timing import time_calls
 from labrys.cli.main import main
 from labrys.errors import LabrysError

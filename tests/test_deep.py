@@ -3,14 +3,13 @@
 print, re-parse, run, IR utilities — must work without RecursionError."""
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
 import labrys
 from labrys.ir import nodes as ir
-from labrys.ir.types import FLOAT
 from labrys.ir.traverse import alpha_equal, free_vars, size, substitute
+from labrys.ir.types import FLOAT
 
 N = 10_000
 

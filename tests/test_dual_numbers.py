@@ -1,4 +1,4 @@
-"""Seed 004 (Krawiec et al.): dualfwd, deltarev1, deltarev2, deltarev.
+"""Krawiec et al. (Krawiec et al.): dualfwd, deltarev1, deltarev2, deltarev.
 
 Expectations come from the paper (Fig. 12's values, §7's blow-up counts),
 from calculus by hand, from finite differences, and from Knossos rev.
@@ -17,13 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import labrys
-from labrys.ad import deltas
 from labrys import METER
+from labrys.ad import deltas
 from labrys.verify import verify
-
 from strategies import ALL_FEATURES, NONSMOOTH, programs
 from test_knossos_ad import _check_random_program
-
 
 ROOT = Path(__file__).resolve().parent.parent
 REVERSE = ["deltarev1", "deltarev2", "deltarev"]
@@ -214,7 +212,7 @@ RANDOM = settings(max_examples=int(os.environ.get("LABRYS_EXAMPLES", 40)), deadl
 @RANDOM
 @given(gen=programs({"core", "vectors"}, exclude=NONSMOOTH | {"map"}, result="float"), data=st.data())
 def test_random_first_order_programs_every_algorithm(gen, data):
-    """Knossos rev/fwd and the four of seed 004 on the first-order core: each reverse
+    """Knossos rev/fwd and the four of Krawiec et al. on the first-order core: each reverse
     derivation vs finite differences and the dot-product test against each forward one."""
     _check_random_program(gen, data, revs=("rev", *REVERSE), fwds=("fwd", "dualfwd"))
 
@@ -222,7 +220,7 @@ def test_random_first_order_programs_every_algorithm(gen, data):
 @RANDOM
 @given(gen=programs(ALL_FEATURES, exclude=NONSMOOTH, result="float"), data=st.data())
 def test_random_higher_order_programs(gen, data):
-    """The whole language (closures, sums, recursion, map): only seed 004's algorithms take it."""
+    """The whole language (closures, sums, recursion, map): only Krawiec et al.'s algorithms take it."""
     _check_random_program(gen, data, revs=tuple(REVERSE), fwds=("dualfwd",))
 
 

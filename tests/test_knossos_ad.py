@@ -12,7 +12,7 @@ a. Every program of ``tests/corpus/knossos/*.ks`` (a ``;; ENTRY: name`` line
    - no linear map is left in the optimised fwd/rev bodies;
    - the printed optimised derivative, loaded back with the program, runs
      and gives the same result (AD-MAP requirement 4, "readable").
-b. Golden values of seed 002's demo (seed-000-knossos.md §12).
+b. Golden values of the 2019 Knossos notes' demo (seed-000-knossos.md §12).
 c. Cost with the op-count meter: rev/primal bounded and flat in n.
 d. Hypothesis: random smooth programs, rev vs finite differences and fwd.
 e. Unsupported constructs are LabrysErrors naming the construct and a
@@ -46,7 +46,6 @@ from labrys import METER, LabrysError
 from labrys.ir.types import BOOL, FLOAT, INTEGER, TTensor, TTuple, Type
 from labrys.opt.simplify import contains_linear_map
 from labrys.values import from_python, to_python
-
 from strategies import NONSMOOTH, programs, tangent_values
 
 CORPUS = Path(__file__).parent / "corpus" / "knossos"
@@ -390,7 +389,7 @@ def test_rev_is_compositional():
     assert re.search(r"\[fwdt? g\b", m.derive("fwd", "f").source)  # tupled (default) or plain
 
 
-# --- b. seed 002's demo ---------------------------------------------------------------
+# --- b. the 2019 Knossos notes' demo ---------------------------------------------------------------
 
 F2 = """(def f2 Float (x : Float)
   (let ((y (mul x x))
@@ -492,7 +491,7 @@ def test_rev_cost_is_a_constant_times_primal(name):
     ratios = {}
     for n in sizes:
         x = make(rng, n)
-        primal = _ops(lambda: f(*x) if isinstance(x, tuple) else f(x))
+        primal = _ops(f, *x) if isinstance(x, tuple) else _ops(f, x)
         reverse = _ops(rev, x, 1.0)
         assert primal > 0
         ratios[n] = reverse / primal
@@ -614,7 +613,8 @@ def coerce_tangent(t: Any, like: Any) -> Any:
     return tuple(coerce_tangent(a, b) for a, b in zip(t, like))
 
 
-@settings(max_examples=int(os.environ.get("LABRYS_EXAMPLES", 60)), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=int(os.environ.get("LABRYS_EXAMPLES", 60)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(gen=programs({"core", "vectors"}, exclude=NONSMOOTH | {"map"}, result="float"), data=st.data())
 def test_rev_random_programs(gen, data):
     """rev vs finite differences and vs fwd, on random smooth programs (with fold).
@@ -625,7 +625,8 @@ def test_rev_random_programs(gen, data):
     _check_random_program(gen, data)
 
 
-@settings(max_examples=int(os.environ.get("LABRYS_EXAMPLES", 60)), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=int(os.environ.get("LABRYS_EXAMPLES", 60)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(gen=programs({"core", "vectors"}, exclude=NONSMOOTH | {"map", "fold"}, result="float"), data=st.data())
 def test_rev_random_programs_without_fold(gen, data):
     """The same property without fold, so that it keeps watching the rest of K1

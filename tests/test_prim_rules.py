@@ -35,7 +35,7 @@ from labrys.ir.types import FLOAT, INTEGER, TBase, TTensor, TTuple, Type, Vec, s
 from labrys.prelude import PRIMITIVES
 from labrys.types.tangent import tangent_type
 
-F, I = FLOAT, INTEGER
+F, I = FLOAT, INTEGER  # noqa: E741 (the cases read as type signatures)
 VF = Vec(FLOAT)
 M2 = TTensor(2, FLOAT)
 VVF = Vec(VF)

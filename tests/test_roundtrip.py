@@ -19,19 +19,43 @@ from hypothesis import strategies as st
 
 import labrys
 from labrys import LabrysError, check_program, parse_expr, parse_program, show_expr, show_program
+from labrys.ad import REGISTRY
 from labrys.api import Module
 from labrys.ir import nodes as ir
 from labrys.ir.traverse import FreshNames, all_names, alpha_equal, children, free_vars, rebuild, substitute
 from labrys.ir.types import FLOAT, INTEGER, TLam, TTuple, Type
-from labrys.ad import REGISTRY
 from labrys.types.checker import Functions, check_expr
 
 try:
-    from strategies import (ALL_FEATURES, ARG_BOUND, NONSMOOTH, VEC, GenProgram, all_finite, env_values, exprs,
-                            programs, tangent_values, text_programs, value_has_type)
+    from strategies import (
+        ALL_FEATURES,
+        ARG_BOUND,
+        NONSMOOTH,
+        VEC,
+        GenProgram,
+        all_finite,
+        env_values,
+        exprs,
+        programs,
+        tangent_values,
+        text_programs,
+        value_has_type,
+    )
 except ImportError:  # tests/ made a package
-    from tests.strategies import (ALL_FEATURES, ARG_BOUND, NONSMOOTH, VEC, GenProgram, all_finite, env_values,
-                                  exprs, programs, tangent_values, text_programs, value_has_type)
+    from tests.strategies import (
+        ALL_FEATURES,
+        ARG_BOUND,
+        NONSMOOTH,
+        VEC,
+        GenProgram,
+        all_finite,
+        env_values,
+        exprs,
+        programs,
+        tangent_values,
+        text_programs,
+        value_has_type,
+    )
 
 # labrys runs its passes on a worker thread that raises the recursion limit the
 # first time it starts; start it now, not in the middle of a Hypothesis test.

@@ -1,5 +1,5 @@
 """Regressions of the scalarise pass (vector arithmetic reduced for the
-dual-number algorithms of seed 004)."""
+dual-number algorithms of Krawiec et al.)."""
 from __future__ import annotations
 
 import numpy as np

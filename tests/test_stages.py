@@ -19,7 +19,7 @@ F2 = """(def f2 Float (x : Float)
 """
 
 
-TITLES = (  # the Demo's order (seed 002, "Demo")
+TITLES = (  # the Demo's order (the 2019 Knossos notes, "Demo")
     "Original definition",
     "Anf-ised original definition",
     "The full Jacobian (unoptimised)",

@@ -1,4 +1,4 @@
-"""K2: tupled derivatives (seed 000 Figs. 7-8): same results, less duplicated work."""
+"""K2: tupled derivatives (Ellis et al. Figs. 7-8): same results, less duplicated work."""
 from __future__ import annotations
 
 import math
@@ -6,8 +6,8 @@ import math
 import pytest
 
 import labrys
-from labrys.syntax.printer import show_decl
 from labrys import METER
+from labrys.syntax.printer import show_decl
 
 CHAIN = """
 (def k Float (x : Float) (exp x))

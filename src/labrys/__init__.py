@@ -9,7 +9,8 @@ from .syntax.printer import show_expr, show_program
 from .transforms import grad, jvp, vjp
 from .types.tangent import tangent_type
 from .verify import verify
+from .version import __version__
 
 __all__ = ["Derivative", "Function", "LabrysError", "grad", "jvp", "vjp", "METER", "Module", "check_program",
-           "evaluate", "load", "parse_expr", "parse_program", "show_expr", "show_program", "tangent_type", "verify"]
-__version__ = "0.1.0"
+           "evaluate", "load", "parse_expr", "parse_program", "show_expr", "show_program", "tangent_type", "verify",
+           "__version__"]

@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 
+from .ad import REGISTRY
 from .api import Derivative, Module
+from .context import METER
 from .errors import LabrysError
 from .ir.types import FLOAT, TBase, TSum, TTensor, TTuple, Type
-from .ad import REGISTRY
-from .context import METER
 from .types.tangent import tangent_type
 from .util.deep import run_deep
 from .values import Inj, from_python
-
 
 
 def sized_value(t: Type, n: int, rng: np.random.Generator, tangent: bool = False,
@@ -101,21 +101,22 @@ def measure(module: Module, name: str, derivations: list[str], sizes: list[int],
     rng = np.random.default_rng(seed)
     for n in sizes:
         x = from_python(sized_value(sig.arg, n, rng), sig.arg)
-        ops, secs = run_deep(lambda: _timed(primal_code[0], x))
+        ops, secs = run_deep(partial(_timed, primal_code[0], x))
         report.primal.ops.append(max(ops, 1))
         report.primal.seconds.append(secs)
         for (d, deriv), curve in zip(derived, report.derived):
             t = sig.arg if REGISTRY.get(d).convention.direction == "forward" else sig.ret
             extra = from_python(sized_value(tangent_type(t), n, rng, tangent=True), tangent_type(t))
             code = module.interpreter.compile_def(deriv.d)
-            ops, secs = run_deep(lambda: _timed(code, (x, extra)))
+            ops, secs = run_deep(partial(_timed, code, (x, extra)))
             curve.ops.append(max(ops, 1))
             curve.seconds.append(secs)
     return report
 
 
 def table(report: CostReport) -> str:
-    head = f"{'n':>8} {'primal ops':>12}" + "".join(f" {c.derivation + ' ops':>14} {'ratio':>7}" for c in report.derived)
+    head = f"{'n':>8} {'primal ops':>12}" + "".join(f" {c.derivation + ' ops':>14} {'ratio':>7}"
+                                                     for c in report.derived)
     head += f" {'primal ms':>10}" + "".join(f" {c.derivation + ' ms':>10}" for c in report.derived)
     lines = [head]
     for k, n in enumerate(report.sizes):

@@ -22,11 +22,16 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .errors import LabrysError
 from .ir.types import FLOAT, TBase, TLam, TSum, TTensor, TTuple, Type
 
 
-class PrimError(Exception):
-    """A run-time error inside a primitive; the caller adds the source span."""
+class PrimError(LabrysError):
+    """A run-time error inside a primitive; the caller adds the source span.  Its
+    ``str`` is the bare message, which callers put into positioned errors."""
+
+    def __str__(self) -> str:
+        return self.message
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
-"""The wrapper shared by the three reverse versions of seed 004 (Figs 6, 8, 11,
+"""The wrapper shared by the three reverse versions of Krawiec et al. (Figs 6, 8, 11,
 generalised by Fig. 15): seed the input, run the translated function, read the
 gradient off its output.  The seeding and reading are run-time primitives
-(:mod:`labrys.prelude.deltas`) because they walk values, not programs."""
+(:mod:`labrys.ad.dual_io`, :mod:`labrys.ad.deltas`) because they walk values, not programs."""
 from __future__ import annotations
 
 from ..ir import nodes as ir

@@ -1,4 +1,4 @@
-"""deltarev — reverse mode with Delta and explicit sharing (seed 004 §7, §10,
+"""deltarev — reverse mode with Delta and explicit sharing (Krawiec et al. §7, §10,
 §11, Figs 9–11 and 15; guide §4–5).
 
     Γ ⊢ e : A   ↦   D[Γ] ⊢ D[e] : M D[A]        D[Float] = (Tuple Float Delta)
@@ -20,8 +20,8 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir.build import C
 from ..ir.types import DELTA
-from .dual_numbers import Reals, translation_pipeline, wrapper_pipeline
 from .delta_wrappers import rev_wrapper
+from .dual_numbers import Reals, translation_pipeline, wrapper_pipeline
 
 REALS = Reals("deltarev", "delta", DELTA, C("Zero"),
               scale=lambda d, u: C("Scale", d, u), add=lambda u, v: C("Add", u, v),

@@ -1,5 +1,5 @@
 """deltarev1 — reverse mode by pairing every real with a whole cotangent of the
-input (seed 004 §5, Figs 5–6; guide §2).
+input (Krawiec et al. §5, Figs 5–6; guide §2).
 
     Γ ⊢ e : A   ↦   D1[Γ] ⊢ D1[e] : D1[A]        D1[Float] = (Tuple Float (Vec Float))
 
@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.build import C
-from ..ir.types import TTensor, FLOAT
-from .dual_numbers import Reals, translation_pipeline, wrapper_pipeline
+from ..ir.types import FLOAT, TTensor
 from .delta_wrappers import rev_wrapper
+from .dual_numbers import Reals, translation_pipeline, wrapper_pipeline
 
 REALS = Reals("deltarev1", "delta1", TTensor(1, FLOAT), C("zeroS"),
               scale=lambda d, u: C("otimes", d, u), add=lambda u, v: C("oplus", u, v))

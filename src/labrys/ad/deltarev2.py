@@ -1,4 +1,4 @@
-"""deltarev2 — reverse mode with Delta, a symbolic cotangent (seed 004 §6,
+"""deltarev2 — reverse mode with Delta, a symbolic cotangent (Krawiec et al. §6,
 Figs 7–8; guide §3).
 
     Γ ⊢ e : A   ↦   D2[Γ] ⊢ D2[e] : D2[A]        D2[Float] = (Tuple Float Delta)
@@ -19,8 +19,8 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir.build import C
 from ..ir.types import DELTA
-from .dual_numbers import Reals, translation_pipeline, wrapper_pipeline
 from .delta_wrappers import rev_wrapper
+from .dual_numbers import Reals, translation_pipeline, wrapper_pipeline
 
 REALS = Reals("deltarev2", "delta2", DELTA, C("Zero"),
               scale=lambda d, u: C("Scale", d, u), add=lambda u, v: C("Add", u, v))

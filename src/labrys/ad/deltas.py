@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.types import DELTA, FLOAT, UNIT, TTensor
-from ..values import PrimError
 from ..context import count, current
+from ..ir.types import DELTA, FLOAT, UNIT, TTensor
 from ..types.primitives import args_of, primitive, spread
+from ..values import PrimError
 
 
 class Delta:
@@ -206,13 +206,13 @@ def sweep(tape: Tape, adj: np.ndarray) -> None:
 # them as constants.
 
 primitive("Zero", lambda t: DELTA if t == UNIT else None, lambda t: lambda _: ZERO,
-          "The Delta of a constant (seed 004 Fig. 7).", nondiff=True)
+          "The Delta of a constant (Krawiec et al. Fig. 7).", nondiff=True)
 primitive("Scale", lambda t: DELTA if args_of(t, 2) == (FLOAT, DELTA) else None,
           lambda t: spread(Scale), "(Scale r d): the Delta d scaled by the Float r.", nondiff=True)
 primitive("Add", lambda t: DELTA if args_of(t, 2) == (DELTA, DELTA) else None,
           lambda t: spread(Add), "(Add d1 d2): the sum of two Deltas.", nondiff=True)
 primitive("deltaLet", lambda t: DELTA if t == DELTA else None, lambda t: delta_let,
-          "(deltaLet d): bind d on the current deltarev tape; returns (Var i) (seed 004 §7).",
+          "(deltaLet d): bind d on the current deltarev tape; returns (Var i) (Krawiec et al. §7).",
           cost=lambda r, a: 1, nondiff=True, impure=True)
 
 VEC = TTensor(1, FLOAT)
@@ -233,9 +233,9 @@ def _otimes_cost(result: Any, arg: Any) -> int:
 primitive("zeroS", lambda t: VEC if t == UNIT else None, lambda t: lambda _: np.zeros(0),
           "deltarev1's zero cotangent (the empty vector stands for 0 of every size).")
 primitive("oplus", lambda t: VEC if args_of(t, 2) == (VEC, VEC) else None, lambda t: spread(_oplus),
-          "(oplus a b): deltarev1's ⊕ on the input's cotangent, a flat vector (seed 004 §5).",
+          "(oplus a b): deltarev1's ⊕ on the input's cotangent, a flat vector (Krawiec et al. §5).",
           cost=_otimes_cost)
 primitive("otimes", lambda t: VEC if args_of(t, 2) == (FLOAT, VEC) else None,
           lambda t: spread(lambda r, a: r * a),
-          "(otimes r a): deltarev1's ⊗, the cotangent a scaled by r (seed 004 §5).",
+          "(otimes r a): deltarev1's ⊗, the cotangent a scaled by r (Krawiec et al. §5).",
           cost=_otimes_cost)

@@ -104,6 +104,7 @@ class Derivation:
     runtime: str = ""                             # the run-time support it needs, if any
     strategies: tuple[str, ...] = ()              # alternative ways to generate it, the default first
     internal: bool = False                        # a step other derivations call ([dual f]), not a user's
+    treats: Callable[[Any], str] | None = None    # how it treats a call of each primitive (registry.coverage)
 
     @property
     def implemented(self) -> bool:

@@ -1,4 +1,4 @@
-"""The wrappers' half of seed 004's run time (Figs 6, 8, 11, generalised by
+"""The wrappers' half of Krawiec et al.'s run time (Figs 6, 8, 11, generalised by
 Fig. 15): seed the reals of a first-order input with derivative parts
 (``initVars``), and read the gradient back in the shape of the input from the
 derivative parts of the output and its cotangent.  These walk *values* by
@@ -11,14 +11,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir.types import FLOAT, UNIT, TLam, TSum, TTensor, TTuple, Type, has_function
-from ..ir.types import DELTA
+from ..context import count, current
+from ..ir.types import DELTA, FLOAT, UNIT, TLam, TSum, TTensor, TTuple, Type, has_function
+from ..types.primitives import args_of, primitive, spread
 from ..types.tangent import is_constant_tangent, tangent_type
-from .dual_types import dual_type
 from ..values import Inj, PrimError, dense, make_vec
 from .deltas import OneHot, Tape, Var, eval_into, eval_tree, sweep
-from ..context import count, current
-from ..types.primitives import args_of, primitive, spread
+from .dual_types import dual_type
 
 # --- walking values by type -------------------------------------------------
 
@@ -37,7 +36,7 @@ def map_reals(x: Any, t: Type, f: Callable[[float], Any]) -> Any:
         case TSum(a, b):
             return Inj(x.left, map_reals(x.value, a if x.left else b, f))
         case TLam():
-            raise PrimError("a function-typed input or output is out of scope (seed 004 §11, footnote 13)")
+            raise PrimError("a function-typed input or output is out of scope (Krawiec et al. §11, footnote 13)")
     return x
 
 
@@ -137,7 +136,7 @@ for _name, _image, _impl in (("deltaInputs", DELTA, _delta_inputs),
                              ("delta2Inputs", DELTA, _delta2_inputs),
                              ("delta1Inputs", TTensor(1, FLOAT), _delta1_inputs)):
     primitive(_name, _inputs(_image), _impl, f"({_name} x): the wrapper's dual-number input for x "
-              "(seed 004 Fig. 15 initVars).")
+              "(Krawiec et al. Fig. 15 initVars).")
 
 
 def _gradient_type(image: Type) -> Callable[[Type], Type | None]:
@@ -210,7 +209,7 @@ for _name, _image, _impl in (("deltaGradient", DELTA, _delta_gradient),
                              ("delta1Gradient", TTensor(1, FLOAT), _delta1_gradient)):
     primitive(_name, _gradient_type(_image), _impl,
               f"({_name} x y dt): the gradient at x from the dual-number output y and its cotangent dt "
-              "(seed 004 Fig. 15).")
+              "(Krawiec et al. Fig. 15).")
 
 
 def _dual_zip(t: Type) -> Callable[[Any], Any]:
@@ -232,4 +231,4 @@ def _reals_of(v: Any, t: Type) -> list[float]:
 primitive("dualZip", lambda t: dual_type(args_of(t, 2)[0], FLOAT)
           if args_of(t, 2) and not has_function(args_of(t, 2)[0]) and args_of(t, 2)[1] == tangent_type(args_of(t, 2)[0])
           else None, _dual_zip, "(dualZip x dx): dualfwd's input, each real of x paired with its tangent "
-          "(seed 004 Fig. 15 zip_S).")
+          "(Krawiec et al. Fig. 15 zip_S).")

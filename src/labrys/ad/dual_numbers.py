@@ -1,5 +1,6 @@
 """The dual-number translation shared by dualfwd, deltarev1, deltarev2 and
-deltarev (seed 004, Krawiec et al.; guide: spec/seed-004-delta.md §1–4):
+deltarev (Krawiec et al., Provably correct, asymptotically efficient, higher-order
+reverse-mode AD, POPL 2022):
 
     Γ ⊢ e : A   ↦   D[Γ] ⊢ D[e] : D[A]        D[Float] = (Tuple Float image)
 
@@ -35,17 +36,15 @@ from ..ir.build import C, V, get, let, tup
 from ..ir.names import DerivedName, erase_types
 from ..ir.traverse import FreshNames, substitute
 from ..ir.types import FLOAT, INTEGER, TLam, TSum, TTensor, TTuple, Type
+from ..opt.anf import rename_apart, spread_arguments
 from ..opt.simplify import is_zero, simplify
-from ..types.primitives import Primitive, lookup
-from ..types.primitives import args_of
 from ..types.checker import Functions, check_expr
+from ..types.primitives import Primitive, args_of, lookup
 from ..types.tangent import is_constant_tangent, tangent_type
 from ..util.deep import deep
-from ..opt.anf import rename_apart, spread_arguments
 from .dual_types import constant, dual_type, primal
 from .pipeline import ORIGINAL, Pass, Work
-from .scalarise import scalarise
-
+from .scalarise import REDUCTIONS, scalarise
 
 
 @dataclass(frozen=True)
@@ -338,3 +337,14 @@ def _with_body(d: ir.Def, body: ir.Expr) -> ir.Def:
 def translation_signature(reals: Reals):
     """[image f] : D[S] → D[T]."""
     return lambda s, t: (dual_type(s, reals.image), dual_type(t, reals.image))
+
+
+def treats(prim: Primitive) -> str:
+    """How the dual-number translations treat a call of ``prim`` (registry.coverage)."""
+    if prim.structural:
+        return "structural"
+    if prim.nondiff:
+        return "zero"
+    if prim.name in REDUCTIONS:
+        return "own rule"
+    return "rule" if "fwd" in prim.rules else "no rule"

@@ -13,11 +13,9 @@ from typing import Callable
 from ..errors import LabrysError, Span
 from ..ir import nodes as ir
 from ..ir.build import C, V, get, lam, let, tup
-from ..types.tangent import zero_tangent
 from ..ir.traverse import FreshNames
-from ..ir.types import FLOAT, TLam, TSum, TTensor, TTuple, Type, has_function
-from ..ir.types import TLM
-from ..types.tangent import is_constant_tangent, tangent_type
+from ..ir.types import FLOAT, TLM, TLam, TSum, TTensor, TTuple, Type, has_function
+from ..types.tangent import is_constant_tangent, tangent_type, zero_tangent
 
 TypeMap = Callable[[Type], Type]
 
@@ -79,7 +77,7 @@ def _walk(e: ir.Expr, t: Type, at_real: Callable[[ir.Expr], ir.Expr],
                 return ir.Case(e, x, ir.Inj(True, out, walk(V(x), a)), y, ir.Inj(False, out, walk(V(y), b)))
             case TLam():
                 raise LabrysError(f"a function-typed value of type {t} where a first-order one is needed "
-                                  "(seed 004 §11, footnote 13)", span)
+                                  "(Krawiec et al. §11, footnote 13)", span)
         raise LabrysError(f"internal: no dual-number walk for {t}", span)
     return walk(e, t)
 
@@ -89,4 +87,4 @@ def require_first_order(d: ir.Def, algorithm: str) -> None:
     for what, t in (("argument", d.arg_type), ("result", d.ret)):
         if has_function(t):
             raise LabrysError(f"{algorithm} of a function with a function-typed {what} ({t}) is out of scope "
-                              "(seed 004 §11, footnote 13); differentiate a first-order caller of it", d.span)
+                              "(Krawiec et al. §11, footnote 13); differentiate a first-order caller of it", d.span)

@@ -1,4 +1,4 @@
-"""K1, the full Jacobian: ∇ of seed 000 Fig. 6 (guide: seed-000-knossos.md §6).
+"""K1, the full Jacobian: ∇ of Ellis et al. Fig. 6 (guide: seed-000-knossos.md §6).
 
     Γ ⊢ e : T   ↦   Γ, ∂Γ ⊢ ∇⟦e⟧ : LM dS dT
 
@@ -45,6 +45,8 @@ class Nabla:
     def var(self, x: ir.Expr, env: dict[str, str]) -> ir.Expr:
         if isinstance(x, ir.Var):
             return V(env[x.name])
+        if isinstance(x, (ir.Lam, ir.FnRef)):
+            raise unsupported("a function passed as a value (Ellis et al. Fig. 6 has first-order calls only)", x)
         return self.zero(x)  # a constant
 
     def atoms(self, arg: ir.Expr, env: dict[str, str]) -> ir.Expr:
@@ -90,9 +92,9 @@ class Nabla:
             case ir.Assert(c, body):
                 return ir.Assert(c, self.expr(body, env))
             case ir.Lam():
-                raise unsupported("a lambda outside build, sumbuild or fold (seed 000 Fig. 6)", e)
+                raise unsupported("a lambda outside build, sumbuild or fold (Ellis et al. Fig. 6)", e)
             case ir.App():
-                raise unsupported("calling a function value (seed 000 Fig. 6)", e)
+                raise unsupported("calling a function value (Ellis et al. Fig. 6)", e)
             case ir.Inj() | ir.Case():
                 raise unsupported("sum types", e)
             case ir.FnRef():

@@ -17,24 +17,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir import nodes as ir
 from ..errors import LabrysError
+from ..ir import nodes as ir
 from ..ir.build import C, V, tup
-from ..types.tangent import zero_tangent
 from ..ir.names import DerivedName, Name, erase_types
-from ..ir.traverse import FreshNames, all_names, nodes
-from ..ir.types import TLM, TTuple, Type
+from ..ir.traverse import FreshNames, nodes
+from ..ir.types import TLM, TTuple, Type, has_function
 from ..opt.anf import anf, desugar_map, hoist_loop_invariants, rename_apart, spread_arguments
 from ..opt.cse import cse
 from ..opt.inline import inline_calls
 from ..opt.lm_laws import optimise_lm
 from ..opt.rules import apply_rules
 from ..opt.simplify import contains_linear_map, simplify
+from ..prelude.arith import is_data
 from ..types.checker import Signature, check_def
 from ..types.primitives import Primitive, lookup
-from ..types.tangent import tangent_type
-from .jacobian import Nabla, param_lms
-from .linear import Transposer, spread, wrap
+from ..types.tangent import tangent_type, zero_tangent
+from .jacobian import LOOPS, Nabla, param_lms
+from .linear import Transposer, wrap
 from .pipeline import Pass, Work
 
 
@@ -172,8 +172,20 @@ def _anf_pass(bind_tail: bool) -> Pass:
     return Pass("anf", "Anf-ised original definition", run)
 
 
+def _require_core(d: ir.Def) -> None:
+    """Arguments and results in the first-order core of Ellis et al.'s Fig. 1: no
+    function values, no sums (constructs inside the body are reported by ∇)."""
+    where = [(f"the argument {p.name} : {p.type}", p.type, p.span) for p in d.params]
+    for what, t, span in where + [(f"the result ({d.ret})", d.ret, d.span)]:
+        if not is_data(t):
+            kind = "a function value" if has_function(t) else "a value of a Sum type"
+            raise LabrysError(f"Knossos AD does not support {kind} as {what} (the first-order core of "
+                              "Ellis et al.'s Fig. 1 has neither)", span or d.span)
+
+
 def _jacobian_pass(d: ir.Def, work: Work) -> ir.Def:
-    jac, work.notes["nabla"] = jacobian(Prepared(d, work.fresh))
+    jac, work.notes["nabla"] = jacobian(Prepared(d, work.fresh))  # reports unsupported constructs where they are
+    _require_core(d)
     return jac
 
 
@@ -295,3 +307,12 @@ def tupled(signature):
         arg, res = signature(s, t)
         return arg, TTuple((t, res))
     return tupled_signature
+
+
+def treats(prim: Primitive) -> str:
+    """How these derivations treat a call of ``prim`` (labrys.ad.registry.coverage)."""
+    if prim.name in LOOPS:
+        return "own rule"
+    if prim.nondiff:
+        return "zero"
+    return "rule" if "fwd" in prim.rules and "rev" in prim.rules else "no rule"

@@ -1,4 +1,4 @@
-"""K1, from the Jacobian to derivative code: apply ⊙ (seed 000 Fig. 4) and
+"""K1, from the Jacobian to derivative code: apply ⊙ (Ellis et al. Fig. 4) and
 reverse apply ⊙ᴿ (Fig. 5), pushed through a ∇-built linear map until no
 linear map is left (guide: seed-000-knossos.md §4, §6.1, §6.2).
 
@@ -21,14 +21,12 @@ from __future__ import annotations
 from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.build import C, V, get, is_atom, lam, tup
-from ..types.tangent import zero_tangent
 from ..ir.names import DerivedName, erase_types
 from ..ir.traverse import FreshNames
 from ..ir.types import INTEGER, TLM, TTuple
 from ..opt.anf import rename_apart
-from ..types.tangent import tangent_type
 from ..types.primitives import lookup
-from ..types.tangent import is_constant_tangent
+from ..types.tangent import is_constant_tangent, tangent_type, zero_tangent
 
 Out = list  # of (binder, rhs): a let-chain under construction
 
@@ -137,7 +135,7 @@ class Transposer:
         return C("lmApply", m, self.input(v))
 
     def tupled_call(self, binder, rhs: ir.Expr, body: ir.Expr, env: dict[str, str], out: Out) -> bool:
-        """Rule (CP) of seed 000 §5.3: ``let y = g(a); ∂y = ∂g(a) ∘ M`` becomes
+        """Rule (CP) of Ellis et al. §5.3: ``let y = g(a); ∂y = ∂g(a) ∘ M`` becomes
         ``let (y, dy) = fwdt$g(a, M ⊙ ds)``: one call gives value and tangent."""
         lm = body.rhs if isinstance(body, ir.Let) and isinstance(body.rhs.type, TLM) else None
         if not (isinstance(binder, str) and isinstance(rhs, ir.Call) and isinstance(rhs.func, str | DerivedName)

@@ -28,10 +28,26 @@ from ..ir import nodes as ir
 from ..ir.types import Type
 from ..types.checker import Functions, Signature, check_def
 from ..types.primitives import Primitive
-from . import deltarev, deltarev1, deltarev2, dualfwd, knossos, shape
-from .derivation import (ELLIS, FIRST_ORDER, FWD, FWD_TUPLED, JACOBIAN, JACOBIAN_TUPLED, KRAWIEC, REV,
-                         SAME_TYPE, SHAPE, SMEDING, SPLIT_FORWARD, SPLIT_REVERSE, TRANSLATION, VAKAR,
-                         WHOLE_LANGUAGE, Derivation)
+from . import deltarev, deltarev1, deltarev2, dual_numbers, dualfwd, knossos, shape
+from .derivation import (
+    ELLIS,
+    FIRST_ORDER,
+    FWD,
+    FWD_TUPLED,
+    JACOBIAN,
+    JACOBIAN_TUPLED,
+    KRAWIEC,
+    REV,
+    SAME_TYPE,
+    SHAPE,
+    SMEDING,
+    SPLIT_FORWARD,
+    SPLIT_REVERSE,
+    TRANSLATION,
+    VAKAR,
+    WHOLE_LANGUAGE,
+    Derivation,
+)
 from .dual_numbers import translation_signature
 
 
@@ -90,51 +106,55 @@ class Registry:
         return made.arg_type, made.ret
 
 
+def _knossos(name: str, summary: str, where: str, convention, signature, pipeline=None, **more) -> Derivation:
+    return Derivation(name, summary, "Knossos", ELLIS, where, convention, FIRST_ORDER, signature, pipeline,
+                      treats=knossos.treats, **more)
+
+
+def _krawiec(name: str, summary: str, where: str, convention, signature, pipeline, **more) -> Derivation:
+    return Derivation(name, summary, "Krawiec et al.", KRAWIEC, where, convention, WHOLE_LANGUAGE, signature,
+                      pipeline, treats=dual_numbers.treats, **more)
+
+
+def _translation(module, summary: str, where: str, **more) -> Derivation:
+    return _krawiec(module.REALS.derivation, summary, where, TRANSLATION, translation_signature(module.REALS),
+                    module.TRANSLATION, internal=True, **more)
+
+
+SPLIT = "§6.1, §11, Figs 23–26"
 REGISTRY = Registry((
-    # Ellis, Peyton Jones & Fitzgibbon: the Knossos compiler's AD (K1, K2, K5's fold)
-    Derivation("D", "the full Jacobian as a linear map", "Knossos", ELLIS, "Fig. 6", JACOBIAN, FIRST_ORDER,
-               knossos.jacobian_signature, knossos.D_PIPELINE),
-    Derivation("fwd", "forward mode: the Jacobian applied to dx, pushed through", "Knossos", ELLIS,
-               "§6.1, Fig. 4", FWD, FIRST_ORDER, knossos.fwd_signature, knossos.FWD_PIPELINE,
-               strategies=("tupled", "plain")),
-    Derivation("rev", "reverse mode: the Jacobian transposed let by let", "Knossos", ELLIS, "§6.2, Fig. 5",
-               REV, FIRST_ORDER, knossos.rev_signature, knossos.REV_PIPELINE),
-    Derivation("Dt", "the value with the full Jacobian (basic tupling)", "Knossos", ELLIS, "§5.3, Fig. 7",
-               JACOBIAN_TUPLED, FIRST_ORDER, knossos.tupled(knossos.jacobian_signature), knossos.DT_PIPELINE),
-    Derivation("fwdt", "forward mode returning the value too (polymorphic tupling)", "Knossos", ELLIS,
-               "§5.4, Fig. 8", FWD_TUPLED, FIRST_ORDER, knossos.tupled(knossos.fwd_signature),
-               knossos.FWDT_PIPELINE),
-    Derivation("suffwdpass", "split reverse mode, forward pass: the value and its BOG", "Knossos", ELLIS,
-               "§6.1, §11, Figs 23–26", SPLIT_FORWARD, FIRST_ORDER, None),
-    Derivation("sufrevpass", "split reverse mode, reverse pass from the BOG", "Knossos", ELLIS,
-               "§6.1, §11, Figs 23–26", SPLIT_REVERSE, FIRST_ORDER, None),
-    Derivation("sufrev", "split reverse mode: the two passes", "Knossos", ELLIS, "§6.1, §11, Figs 23–26", REV,
-               FIRST_ORDER, knossos.rev_signature),
-    Derivation("CL", "conversion to the categorical combinator language and back", "Knossos", ELLIS,
-               "§6, Figs 9–11", SAME_TYPE, FIRST_ORDER, lambda s, t: (s, t)),
+    # Ellis, Peyton Jones & Fitzgibbon: the Knossos compiler's AD (K1, K2, K5's fold; K3, K4 planned)
+    _knossos("D", "the full Jacobian as a linear map", "Fig. 6", JACOBIAN, knossos.jacobian_signature,
+             knossos.D_PIPELINE),
+    _knossos("fwd", "forward mode: the Jacobian applied to dx, pushed through", "§6.1, Fig. 4", FWD,
+             knossos.fwd_signature, knossos.FWD_PIPELINE, strategies=("tupled", "plain")),
+    _knossos("rev", "reverse mode: the Jacobian transposed let by let", "§6.2, Fig. 5", REV,
+             knossos.rev_signature, knossos.REV_PIPELINE),
+    _knossos("Dt", "the value with the full Jacobian (basic tupling)", "§5.3, Fig. 7", JACOBIAN_TUPLED,
+             knossos.tupled(knossos.jacobian_signature), knossos.DT_PIPELINE),
+    _knossos("fwdt", "forward mode returning the value too (polymorphic tupling)", "§5.4, Fig. 8", FWD_TUPLED,
+             knossos.tupled(knossos.fwd_signature), knossos.FWDT_PIPELINE),
+    _knossos("suffwdpass", "split reverse mode, forward pass: the value and its BOG", SPLIT, SPLIT_FORWARD, None),
+    _knossos("sufrevpass", "split reverse mode, reverse pass from the BOG", SPLIT, SPLIT_REVERSE, None),
+    _knossos("sufrev", "split reverse mode: the two passes", SPLIT, REV, knossos.rev_signature),
+    _knossos("CL", "conversion to the categorical combinator language and back", "§6, Figs 9–11", SAME_TYPE,
+             lambda s, t: (s, t)),
     Derivation("shape", "the sizes of the result without its values", "Knossos", ELLIS,
-               "the Knossos compiler (LANGUAGE.md §3)", SHAPE, WHOLE_LANGUAGE, shape.signature, shape.PIPELINE),
+               "the Knossos compiler (LANGUAGE.md §3)", SHAPE, WHOLE_LANGUAGE, shape.signature, shape.PIPELINE,
+               treats=shape.treats),
     # Krawiec et al.: dual numbers forward, and reverse mode in three steps (V1, V2)
-    Derivation("dualfwd", "forward mode with dual numbers", "Krawiec et al.", KRAWIEC, "§4, Figs 3–4, 15", FWD,
-               WHOLE_LANGUAGE, knossos.fwd_signature, dualfwd.PIPELINE),
-    Derivation("deltarev1", "reverse mode pairing each real with a whole cotangent (naive)", "Krawiec et al.",
-               KRAWIEC, "§5, Figs 5–6, 15", REV, WHOLE_LANGUAGE, knossos.rev_signature, deltarev1.PIPELINE),
-    Derivation("deltarev2", "reverse mode with Delta, evaluated as a tree", "Krawiec et al.", KRAWIEC,
-               "§6, Figs 7–8, 15", REV, WHOLE_LANGUAGE, knossos.rev_signature, deltarev2.PIPELINE,
-               compiled=False, runtime="Delta values"),
-    Derivation("deltarev", "reverse mode with Delta and explicit sharing (the tape)", "Krawiec et al.", KRAWIEC,
-               "§7, §10–11, Figs 9–11, 15", REV, WHOLE_LANGUAGE, knossos.rev_signature, deltarev.PIPELINE,
-               compiled=False, runtime="the Delta tape"),
-    Derivation("dual", "dualfwd's translation Fw[f]", "Krawiec et al.", KRAWIEC, "Fig. 3", TRANSLATION,
-               WHOLE_LANGUAGE, translation_signature(dualfwd.REALS), dualfwd.TRANSLATION, internal=True),
-    Derivation("delta1", "deltarev1's translation D1[f]", "Krawiec et al.", KRAWIEC, "Fig. 5", TRANSLATION,
-               WHOLE_LANGUAGE, translation_signature(deltarev1.REALS), deltarev1.TRANSLATION, internal=True),
-    Derivation("delta2", "deltarev2's translation D2[f]", "Krawiec et al.", KRAWIEC, "Fig. 7", TRANSLATION,
-               WHOLE_LANGUAGE, translation_signature(deltarev2.REALS), deltarev2.TRANSLATION, compiled=False,
-               internal=True),
-    Derivation("delta", "deltarev's translation D[f] into the tape monad", "Krawiec et al.", KRAWIEC, "Fig. 9",
-               TRANSLATION, WHOLE_LANGUAGE, translation_signature(deltarev.REALS), deltarev.TRANSLATION,
-               compiled=False, internal=True),
+    _krawiec("dualfwd", "forward mode with dual numbers", "§4, Figs 3–4, 15", FWD, knossos.fwd_signature,
+             dualfwd.PIPELINE),
+    _krawiec("deltarev1", "reverse mode pairing each real with a whole cotangent (naive)", "§5, Figs 5–6, 15",
+             REV, knossos.rev_signature, deltarev1.PIPELINE),
+    _krawiec("deltarev2", "reverse mode with Delta, evaluated as a tree", "§6, Figs 7–8, 15", REV,
+             knossos.rev_signature, deltarev2.PIPELINE, compiled=False, runtime="Delta values"),
+    _krawiec("deltarev", "reverse mode with Delta and explicit sharing (the tape)", "§7, §10–11, Figs 9–11, 15",
+             REV, knossos.rev_signature, deltarev.PIPELINE, compiled=False, runtime="the Delta tape"),
+    _translation(dualfwd, "dualfwd's translation Fw[f]", "Fig. 3"),
+    _translation(deltarev1, "deltarev1's translation D1[f]", "Fig. 5"),
+    _translation(deltarev2, "deltarev2's translation D2[f]", "Fig. 7", compiled=False),
+    _translation(deltarev, "deltarev's translation D[f] into the tape monad", "Fig. 9", compiled=False),
     # Smeding & Vákár: dual-numbers reverse AD in six steps (S1)
     *(Derivation(name, summary, "Smeding & Vákár", SMEDING, where, REV, WHOLE_LANGUAGE, knossos.rev_signature)
       for name, summary, where in (
@@ -151,3 +171,12 @@ REGISTRY = Registry((
     Derivation("chadrev", "combinatory homomorphic AD, reverse mode", "CHAD", VAKAR, "§4–§7", REV,
                WHOLE_LANGUAGE, knossos.rev_signature),
 ))
+
+
+def coverage(registry: Registry = REGISTRY) -> dict[str, dict[str, str]]:
+    """For every primitive, how every implemented derivation treats a call of it
+    ("rule", "zero", "structural", "own rule", "value" or "no rule")."""
+    from ..types.primitives import PRIMITIVES
+
+    return {name: {d.name: d.treats(p) for d in registry if d.implemented and d.treats is not None}
+            for name, p in PRIMITIVES.items()}

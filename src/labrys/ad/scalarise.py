@@ -1,9 +1,9 @@
 """Reduce vector arithmetic to build, index, ifold and scalar primitives, for the
-dual-number algorithms of seed 004 (§10.2; guide §5.3).
+dual-number algorithms of Krawiec et al. (§10.2; guide §5.3).
 
     Γ ⊢ e : A   ↦   Γ ⊢ scalarise(e) : A          (same type, same value)
 
-Seed 004 extends its language with arrays through exactly two operations,
+Krawiec et al. extends its language with arrays through exactly two operations,
 ``build`` and ``index``; the Delta stays scalar, and a ``Vec Float`` becomes a
 vector of dual numbers.  So before translating, every primitive that does
 arithmetic on tensors or tuples is rewritten in terms of those: elementwise
@@ -21,8 +21,8 @@ from ..ir.build import C, V, get, if_, index_type, lam, let, tup
 from ..ir.traverse import FreshNames, children, nodes, rebuild
 from ..ir.types import FLOAT, INTEGER, TTensor, TTuple, Type
 from ..opt.anf import rename_apart
-from ..types.primitives import lookup
 from ..types.checker import Functions, check_def
+from ..types.primitives import lookup
 from ..types.tangent import is_constant_tangent
 from ..util.deep import deep
 
@@ -151,7 +151,7 @@ class _Scalarise:
             return C("build", C("size", args[1]), lam(i, types[0], if_(C("eq", V(i), args[0]), args[2],
                                                                       C("index", V(i), args[1]))))
         raise LabrysError(f"the dual-number algorithms do not support '{name}' on "
-                          f"{', '.join(map(str, types))} (seed 004 adds arrays through build and index)",
+                          f"{', '.join(map(str, types))} (Krawiec et al. adds arrays through build and index)",
                           e.span)
 
     def sum_of(self, n: ir.Expr, i: str, term: ir.Expr, t: Type) -> ir.Expr:

@@ -8,9 +8,10 @@ removes what the shape does not need only where it can see it.
 """
 from __future__ import annotations
 
+from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.build import C
-from ..ir.names import DerivedName, erase_types
+from ..ir.names import DerivedName, erase_types, show_name
 from ..opt.simplify import simplify
 from ..types.tangent import shape_type
 from .pipeline import Pass, Work
@@ -22,9 +23,17 @@ def signature(s, t):
 
 def _shape(d: ir.Def, work: Work) -> ir.Def:
     name = DerivedName("shape", erase_types(d.name))
-    return ir.Def(name, shape_type(d.ret), d.params, C("shape", d.body), span=d.span)
+    try:
+        ret = shape_type(d.ret)
+    except ValueError as exc:
+        raise LabrysError(f"[shape {show_name(d.name)}]: {exc}", d.span) from None
+    return ir.Def(name, ret, d.params, C("shape", d.body), span=d.span)
 
 
 PIPELINE = (Pass("shape", "The shape of the result: [shape f]", _shape),
             Pass("optimise", "Optimised: [shape f]", lambda d, work: ir.Def(d.name, d.ret, d.params,
                                                                               simplify(d.body), span=d.span)))
+
+
+def treats(prim) -> str:
+    return "value"  # [shape f] evaluates f's body and keeps the shape

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..api import Module, load
-from ..errors import LabrysError
 from ..ad import REGISTRY
 from ..ad.derivation import Derivation
+from ..api import Module, load
+from ..errors import LabrysError
 
 PROBLEMS = ("gmm", "lstm", "ba", "hand")
 
@@ -152,9 +152,10 @@ class LstmInput:
 
 def read_lstm(path: str | Path) -> LstmInput:
     """ADBENCH.md §4.5."""
-    (l, c, b), (main, extra, state, seq) = read_blocks(path, "LSTM", "l c b",
-                                                       lambda l, c, b: [8 * l * b, 3 * b, 2 * l * b, c * b])
-    return LstmInput(main.reshape(2 * l, 4 * b), extra.reshape(3, b), state.reshape(2 * l, b), seq.reshape(c, b))
+    (layers, c, b), (main, extra, state, seq) = read_blocks(
+        path, "LSTM", "l c b", lambda layers, c, b: [8 * layers * b, 3 * b, 2 * layers * b, c * b])
+    return LstmInput(main.reshape(2 * layers, 4 * b), extra.reshape(3, b), state.reshape(2 * layers, b),
+                     seq.reshape(c, b))
 
 
 def run_lstm(path: str | Path, derivation: str = "rev", seed: int = 0, backend: str | None = None) -> GmmResult:

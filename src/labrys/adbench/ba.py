@@ -196,7 +196,8 @@ class BaResult:
             f"sum of squares {float(residuals @ residuals):.17g}",
             "first residuals  " + " ".join(f"{v:.10g}" for v in self.reprojection[0]) + f" | {self.weight[0]:.10g}",
             f"jacobian         {jac.shape[0]} x {jac.shape[1]}, {jac.vals.size} stored entries, "
-            f"|J|_F = {float(np.sqrt(jac.vals @ jac.vals)):.10g}  ([{self.derivation} reproj_err], [{self.derivation} w_err])",
+            f"|J|_F = {float(np.sqrt(jac.vals @ jac.vals)):.10g}  "
+            f"([{self.derivation} reproj_err], [{self.derivation} w_err])",
             "first row        " + " ".join(f"{v:.6g}" for v in jac.vals[:BLOCK]),
             f"finite-difference check of {self.fd.entries} entries ({self.fd.observations} observations): "
             f"max relative error {self.fd.max_error:.1e}",

@@ -67,7 +67,7 @@ def clear_cache() -> Path:
 def _versions() -> str:
     import numba
 
-    from .. import __version__
+    from ..version import __version__
     return f"labrys {__version__} numba {numba.__version__}"
 
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import Any, Callable
 
+from ..context import current
 from ..errors import LabrysError, Span
 from ..ir import nodes as ir
 from ..ir.names import Name, show_name
 from ..ir.traverse import free_vars
-from ..context import current
-from ..types.primitives import Primitive
 from ..types.checker import CheckedProgram, Signature
+from ..types.primitives import Primitive
 from ..util.deep import deep
 from ..values import Inj, PrimError
 

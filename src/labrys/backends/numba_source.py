@@ -14,13 +14,12 @@ construct and its position, and the def runs on the ``python`` backend.
 """
 from __future__ import annotations
 
-
 from ..errors import Span
 from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.traverse import FreshNames, all_names, nodes
-from ..opt.anf import desugar_map
 from ..ir.types import BOOL, FLOAT, INTEGER, TTensor, TTuple, Type
+from ..opt.anf import desugar_map
 from ..types.checker import Signature, check_def
 from ..types.primitives import Primitive
 from .numba_tangents import SparseSum, TangentMixin, rebuild
@@ -303,6 +302,21 @@ _WHAT = {ir.Lam: "lambda", ir.App: "call of a function value", ir.Inj: "sum-type
 # backend, with a note).  The loops (build, sumbuild, fold, sum) and the
 # tangent operations are this generator's own rules (:meth:`LoopEmitter.call`,
 # :mod:`.numba_tangents`) because they emit statements, not an expression.
+
+LOOPS = {"build", "sumbuild", "fold", "ts_sumbuild", "sum", "map"}  # LoopEmitter.call's own rules
+TANGENT_OPERATIONS = {"ts_add", "ts_scale", "ts_neg", "ts_zero", "ts_dot", "dot", "ts_delta", "deltaVec"}
+
+
+def support(prim: Primitive) -> str:
+    """How the compiled backend runs a call of ``prim``: "lowered" (its entry's Numba
+    code), "loop" or "tangent" (this generator's own rules), or "python" (the def
+    falls back to the python backend, with a note)."""
+    if prim.numba is not None:
+        return "lowered"
+    if prim.name in LOOPS:
+        return "loop"
+    return "tangent" if prim.name in TANGENT_OPERATIONS else "python"
+
 
 def _primitive(prim: Primitive, types: list[Type], xs: list[str], result: Type) -> str | None:
     """Numba code for a primitive call on atoms ``xs`` of ``types``, or None."""

@@ -300,7 +300,8 @@ class Emitter:
                 e = e.body
             elif isinstance(e, (ir.If, ir.Case)):
                 rest: list[ir.Expr] = []
-                self.branches(e, lambda em, x: em.tail(x) if em is not self else rest.append(x), tail=True)
+                self.branches(e, lambda em, x: em.tail(x) if em is not self else rest.append(x),  # noqa: B023 (called now)
+                              tail=True)
                 e = rest[0]  # the else-branch, at this depth
             else:
                 self.emit(f"return {self.atom(e)}")

@@ -128,7 +128,8 @@ def _peer(result: Result, name: str) -> Row | None:
 
 def targets(results: list[Result]) -> list[str]:
     """Issue 6's three targets, as measured here: the best labrys row against the peer."""
-    lines = ["| target | workload | labrys (best row) | against | ratio | met? |", "| --- | --- | --- | --- | ---: | --- |"]
+    lines = ["| target | workload | labrys (best row) | against | ratio | met? |",
+             "| --- | --- | --- | --- | ---: | --- |"]
 
     def line(target: str, result: Result, row: Row | None, what: str, other: Row | None, limit: float,
              other_what: str | None = None) -> None:
@@ -172,7 +173,7 @@ def table1_per_unit(results: list[Result]) -> list[str]:
         n, unit = r.instance.per_unit
 
         def per(row: Row | None) -> str:
-            return seconds(row.gradient.median / n) if row and row.gradient else "—"
+            return seconds(row.gradient.median / n) if row and row.gradient else "—"  # noqa: B023 (called now)
         best = _best(r, "gradient")
         lines.append(f"| {r.workload.name} | {unit} | {r.workload.paper['TH']} µs | {r.workload.paper['ad']} µs | "
                      f"{per(best)} ({best.name if best else '—'}) | {per(_peer(r, 'JAX (jit)'))} | "
@@ -184,7 +185,7 @@ def _threads(options: Options) -> str:
     if options.threads <= 0:
         return "The peers use their frameworks' default threads."
     return (f"The peers run on {options.threads} thread{'s' * (options.threads != 1)} (PyTorch's "
-            f"set_num_threads, XLA's Eigen pool), as labrys and seed 001's Table 1 do (`--threads 0` for "
+            f"set_num_threads, XLA's Eigen pool), as labrys and Smeding & Vákár's Table 1 do (`--threads 0` for "
             f"the frameworks' defaults; on this shared 2-core machine PyTorch's two OpenMP threads made "
             f"GMM 20× slower, JAX's made it about 2× faster).")
 
@@ -206,7 +207,7 @@ def markdown(results: list[Result], options: Options, command: str) -> str:
         f"for. {_threads(options)}", "", "## Issue 6 targets", ""] + targets(results) + [""]
     per_unit = table1_per_unit(results)
     if per_unit:
-        lines += ["## Table 1 of seed 001, per unit of n", "",
+        lines += ["## Table 1 of Smeding & Vákár, per unit of n", "",
                   "The paper (GHC 9.2.2, i9-10900K) against Kmett's `ad`; here the gradient time divided by n.",
                   ""] + per_unit + [""]
     for result in results:

@@ -6,13 +6,15 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import LabrysError
 from . import labrys_side
 from .suite import Impl, Instance, Unavailable, Workload, data_folder, relative_difference
-from .timing import CellTimeout, Timing, probe as probe_call, seconds, time_calls, with_time_limit
+from .timing import CellTimeout, Timing, seconds, time_calls, with_time_limit
+from .timing import probe as probe_call
 
 TOLERANCE = 1e-6  # a larger relative difference from the reference marks the row as wrong
 LIMIT = 2.0       # a labrys cell is interrupted after LIMIT × its budget
@@ -133,7 +135,7 @@ def _labrys(instance: Instance, probes: tuple[Instance, Instance] | None, option
             rows.append(shared)
             continue
         shared.compile = time.perf_counter() - start
-        _labrys_cell(shared, "objective", lambda p: labrys_side.objective(module, p), instance, probes, options)
+        _labrys_cell(shared, "objective", partial(labrys_side.objective, module), instance, probes, options)
         for derivation, pick in derivations:
             row = Row(f"labrys {derivation} ({backend})", labrys=True, backend=backend, objective=shared.objective,
                       compile=shared.compile, status=shared.status, note=shared.note,
@@ -142,8 +144,8 @@ def _labrys(instance: Instance, probes: tuple[Instance, Instance] | None, option
             if row.status:
                 continue
             try:
-                _labrys_cell(row, "gradient", lambda p: labrys_side.gradient(module, p, derivation, pick),
-                             instance, probes, options)
+                gradient = partial(_gradient_of, module, derivation, pick)
+                _labrys_cell(row, "gradient", gradient, instance, probes, options)
             except LabrysError as exc:  # deriving failed: this algorithm does not take the program
                 row.status = f"does not accept the program: {_message(exc)}"
     return rows
@@ -178,8 +180,9 @@ def _prepare_and_time(row: Row, what: str, prepare: Callable[[Any], Callable[[],
         if estimate > options.budget:
             setattr(row, what, Timing(estimate, 0, 0.0, estimated=True))
             sizes = " and ".join(dict.fromkeys(f"{p.work:g}" for p in probes)) + f" {instance.work_unit}"
-            row.note = "; ".join(filter(None, [row.note, f"{what} not run: about {seconds(estimate)} a call, "
-                                                         f"estimated from runs on {sizes} (budget {options.budget:g} s)"]))
+            why = f"{what} not run: about {seconds(estimate)} a call, estimated from runs on {sizes} " \
+                  f"(budget {options.budget:g} s)"
+            row.note = "; ".join(filter(None, [row.note, why]))
             options.progress(f"  {row.name} {what}: not run, estimated {seconds(estimate)}")
             return
     _time(row, what, fn, options)
@@ -241,3 +244,7 @@ def _message(exc: BaseException) -> str:
     if isinstance(exc, LabrysError):
         return exc.message.splitlines()[0]
     return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+
+
+def _gradient_of(module, derivation: str, pick, p):
+    return labrys_side.gradient(module, p, derivation, pick)

@@ -6,8 +6,8 @@ import sys
 from ..ad import REGISTRY
 from ..api import load
 from ..transforms import grad
-from .show import highlight
 from ..values import format_value
+from .show import highlight
 
 
 def _rule(title: str) -> None:

@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from importlib import resources
 from typing import Any, Sequence
 
 from ..ad import REGISTRY
-from ..backends import BACKENDS, DEFAULT
 from ..api import Function, Module, evaluate_typed, load
-from ..errors import LabrysError
+from ..backends import BACKENDS, DEFAULT
+from ..errors import LabrysError, format_error
 from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.types import TTuple, Type
@@ -73,8 +74,8 @@ def choose_overload(f: Function, texts: list[str], module: Module) -> tuple[Sign
                 errors.append(str(exc))
                 continue
             return sig, values[0] if len(values) == 1 else values
-    raise LabrysError(errors[-1] if len(f.sigs) == 1 else
-                      f"no overload of {show_name(f.name)} accepts these arguments: " + "; ".join(dict.fromkeys(errors)))
+    raise LabrysError(errors[-1] if len(f.sigs) == 1 else f"no overload of {show_name(f.name)} accepts these "
+                      "arguments: " + "; ".join(dict.fromkeys(errors)))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -228,7 +229,8 @@ def add_backend(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="labrys", description="Run, check and differentiate .ks programs.")
-    p.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
+    p.add_argument("--debug", action="store_true",
+                   help="show Python tracebacks for errors, and lint the code after every AD pass")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="run a .ks program (its main, or FN on ARGS)",
@@ -306,17 +308,18 @@ def build_parser() -> argparse.ArgumentParser:
                      help="gmm, lstm, ba or hand (the simple variant; the model is the folder 'model' beside DATAFILE)")
     adb.add_argument("datafile", metavar="DATAFILE")
     adb.add_argument("--deriv", metavar="NAME",
-                     help="derivation to use: gmm and lstm take a reverse one (default rev); ba and hand any "
-                          "forward or reverse one, e.g. fwd, fwdt, dualfwd, deltarev (default rev for ba, fwd for hand)")
+                     help="derivation to use: gmm and lstm take a reverse one (default rev); ba and hand any forward "
+                          f"or reverse one ({', '.join(REGISTRY.names('forward') + REGISTRY.names('reverse'))}; "
+                          "default rev for ba, fwd for hand)")
     adb.add_argument("--out", metavar="DIR", help="write <name>_F_labrys.txt and <name>_J_labrys.txt here")
     add_backend(adb)
     adb.set_defaults(handler=cmd_adbench)
 
     bch = sub.add_parser("bench", help="time labrys's derivatives beside JAX, PyTorch, autograd and NumPy",
-                         description="Run the benchmark workloads (Table 1 of seed 001, ADBench GMM, BA, LSTM): every "
-                                     "reverse derivation on every backend beside the peers, in one process; check "
-                                     "that all gradients agree; write results.md and PNG charts. Peers come with "
-                                     "pip install -e '.[bench]'.")
+                         description="Run the benchmark workloads (Table 1 of Smeding & Vákár, ADBench GMM, BA, "
+                                     "LSTM): every reverse derivation on every backend beside the peers, in one "
+                                     "process; check that all gradients agree; write results.md and PNG charts. "
+                                     "Peers come with pip install -e '.[bench]'.")
     bch.add_argument("workloads", metavar="WORKLOAD", nargs="*",
                      help="workloads or groups (table1, adbench, gmm, lstm, ba); default: all")
     bch.add_argument("--repeat", type=int, default=5, help="timed samples per cell after a warm-up (default 5)")
@@ -351,13 +354,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.debug:  # Note [Pass driver]: lint every pass of every derivation
+        os.environ.setdefault("LABRYS_LINT", "1")
     try:
         return args.handler(args)
     except LabrysError as exc:
         if args.debug:
             raise
         sys.stdout.flush()
-        print(exc, file=sys.stderr)
+        print(format_error(exc.message, exc.span, exc.notes), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("labrys: interrupted", file=sys.stderr)

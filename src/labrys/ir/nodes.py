@@ -42,11 +42,9 @@ class Expr:
     def __hash__(self) -> int:
         return _structural_hash(self)
 
-    def __repr__(self) -> str:
-        from ..syntax.printer import show_expr
-
-        text = show_expr(self)
-        return f"<{type(self).__name__} {text if len(text) < 200 else text[:200] + '...'}>"
+    def __repr__(self) -> str:  # the printer (labrys.syntax.printer.show_expr) shows the whole tree
+        head = " ".join(str(h) for h in _head(self))
+        return f"<{type(self).__name__}{' ' + head if head else ''}>"
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)

@@ -11,8 +11,7 @@ import itertools
 from typing import Callable, Iterable
 
 from ..util.deep import deep
-from .nodes import (App, Assert, Call, Case, Const, Expr, FnRef, Get, If, Inj, Lam, Let,
-                    Tuple, Var)
+from .nodes import App, Assert, Call, Case, Const, Expr, FnRef, Get, If, Inj, Lam, Let, Tuple, Var
 
 Binders = tuple[str, ...]
 

@@ -46,7 +46,7 @@ class TLam(Type):
 
 @dataclass(frozen=True, slots=True)
 class TLM(Type):
-    """A linear map ``src ⊸ dst`` (seed 000 §2)."""
+    """A linear map ``src ⊸ dst`` (Ellis et al. §2)."""
 
     src: Type
     dst: Type
@@ -66,7 +66,7 @@ FLOAT = TBase("Float")
 INTEGER = TBase("Integer")
 BOOL = TBase("Bool")
 STRING = TBase("String")
-DELTA = TBase("Delta")  # the derivative part of a real in deltarev2/deltarev (seed 004 §6–7)
+DELTA = TBase("Delta")  # the derivative part of a real in deltarev2/deltarev (Krawiec et al. §6–7)
 UNIT = TTuple(())
 BASE_TYPES = {t.name: t for t in (FLOAT, INTEGER, BOOL, STRING, DELTA)}
 

@@ -1,4 +1,4 @@
-"""A-normal form (seed 000 §5.1) and renaming apart.
+"""A-normal form (Ellis et al. §5.1) and renaming apart.
 
     Γ ⊢ e : τ   ↦   Γ ⊢ anf(e) : τ, where every argument of a call, tuple,
                     projection or injection is a variable or a constant.

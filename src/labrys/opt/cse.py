@@ -1,4 +1,4 @@
-"""Common-subexpression elimination (seed 000 §5.1): scope-aware and
+"""Common-subexpression elimination (Ellis et al. §5.1): scope-aware and
 alpha-aware.
 
     Γ ⊢ e : τ   ↦   Γ ⊢ cse(e) : τ

@@ -1,4 +1,4 @@
-"""Inlining of small derived callees (seed 000 §3: "rather than calling ∂f,
+"""Inlining of small derived callees (Ellis et al. §3: "rather than calling ∂f,
 inline it", where it pays).
 
     Γ ⊢ e : τ   ↦   Γ ⊢ inline(e) : τ

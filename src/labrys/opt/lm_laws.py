@@ -1,4 +1,4 @@
-"""The laws of linear maps as rewrite rules (seed 000 Figs. 2, 4, 5; guide
+"""The laws of linear maps as rewrite rules (Ellis et al. Figs. 2, 4, 5; guide
 §4 R1–R13 and the T column), used to optimise ``[D f]`` and ``R$f`` for the
 pipeline view.
 

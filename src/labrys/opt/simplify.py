@@ -21,7 +21,6 @@ from ..types.primitives import lookup
 from ..util.deep import deep
 
 
-
 def is_zero(e: ir.Expr) -> bool:
     """A zero tangent: 0.0, ``(ts_zero x)``, a unit, or a tuple of zeros."""
     match e:

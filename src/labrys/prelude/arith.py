@@ -8,12 +8,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir.types import BOOL, FLOAT, INTEGER, TBase, TTensor, TTuple, Type
-from ..ir.build import C, UNIT, get
+from ..ir.build import UNIT, C, get
 from ..ir.nodes import Expr, Tuple, const
+from ..ir.types import BOOL, FLOAT, INTEGER, TBase, TTensor, TTuple, Type
+from ..types.primitives import args_of, primitive, spread
 from ..types.tangent import is_constant_tangent
 from ..values import PrimError, dense, make_vec, numel
-from ..types.primitives import args_of, primitive, spread
 
 Op2 = Callable[[Any, Any], Any]
 
@@ -158,8 +158,9 @@ def _binary(name: str, op: Op2, array: Op2, doc: str, on_int: Op2 | None = None,
             return spread(lambda x, y: array(dense(x), dense(y)))
         return spread(lift2(name, a, scalar, array))
 
-    primitive(name, _elementwise_type, impl, doc + " A Tensor N Float and a Float: the Float is applied to every element.",
-              foldable=True, elementwise=name, **facts)
+    primitive(name, _elementwise_type, impl,
+              doc + " A Tensor N Float and a Float: the Float is applied to every element.", foldable=True,
+              elementwise=name, **facts)
 
 
 def _infix(op: str) -> Callable:

@@ -9,15 +9,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir.types import FLOAT, INTEGER, TBase, TLam, TTensor, TTuple, Type, UNIT
 from ..ir.build import C
-from ..types.tangent import zero_tangent
 from ..ir.nodes import const
-from ..types.tangent import shape_type, tangent_type
+from ..ir.types import FLOAT, INTEGER, UNIT, TBase, TLam, TTensor, TTuple, Type
+from ..types.primitives import args_of, primitive, spread
+from ..types.tangent import shape_type, tangent_type, zero_tangent
 from ..values import dense, format_value, make_vec
 from .arith import is_data
 from .tangents import _dot, ts_add_fn
-from ..types.primitives import args_of, primitive, spread
 
 
 def _pr_impl(t: Type):
@@ -151,7 +150,8 @@ primitive("$BENCH", lambda t: FLOAT if t == TLam(UNIT, FLOAT) else None, lambda 
           "($BENCH (lam (_ : (Tuple)) e)): median run time of e in microseconds.", cost=lambda r, a: 0,
           nondiff=True, impure=True)
 primitive("checkpoint", lambda t: t, lambda t: lambda x: x, "(checkpoint e) is e: a hint for tools.",
-          cost=lambda r, a: 0, structural=True, fwd=lambda a, d, t, y: d[0], rev=lambda a, r, t, y: (r,))
+          cost=lambda r, a: 0, structural=True, numba=lambda xs, types, res: xs[0],
+          fwd=lambda a, d, t, y: d[0], rev=lambda a, r, t, y: (r,))
 
 
 def _dot_type(t: Type) -> Type | None:

@@ -1,4 +1,4 @@
-"""Linear maps as values: the vocabulary of seed 000 Fig. 3, with the
+"""Linear maps as values: the vocabulary of Ellis et al. Fig. 3, with the
 run-time semantics of Fig. 4, so that an unoptimised ``[D f]`` runs and can
 be applied (``lmApply``, ⊙) and transposed (``lmApplyR``, ⊙ᴿ).
 
@@ -10,12 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..ir.types import FLOAT, INTEGER, TLam, TLM, TTensor, TTuple, Type
+from ..ir.types import FLOAT, INTEGER, TLM, TLam, TTensor, TTuple, Type
+from ..types.primitives import args_of, primitive, spread
 from ..types.tangent import tangent_type
-from ..values import PrimError, _add_value as _add_tangent, dense, make_vec, zero_tangent_of
+from ..values import PrimError, dense, make_vec, zero_tangent_of
+from ..values import _add_value as _add_tangent
 from .arith import _scale
 from .tangents import add_fn, zero_tangent_fn
-from ..types.primitives import args_of, primitive, spread
 
 
 @dataclass(frozen=True)
@@ -266,7 +267,7 @@ _lm_prim("lmApply", _apply_type, lambda t: spread(lambda m, dx: m.apply(dx)), "(
 _lm_prim("lmApplyR", _apply_r_type, lambda t: spread(lambda dr, m: m.apply_r(dr)), "(lmApplyR dr m): dr ⊙ᴿ m.")
 
 
-# lmFold (seed 000 Figs. 12-13): the Jacobian of fold, from the step's Jacobian
+# lmFold (Ellis et al. Figs. 12-13): the Jacobian of fold, from the step's Jacobian
 # as a function of ∂t, the linear map of the step's argument.
 def _fold_type(t: Type) -> Type | None:
     """(lmFold step jac acc0 v ∂acc0 ∂v) : LM dS dA."""
@@ -302,7 +303,7 @@ def _fold_impl(t: Type):
             total, dacc, dxs = zero_ds, dr, [None] * len(xs)
             for i in reversed(range(len(xs))):
                 seen = []
-                probe = LinearMap(None, lambda c: (seen.append(c), zero_ds)[1])
+                probe = LinearMap(None, lambda c: (seen.append(c), zero_ds)[1])  # noqa: B023 (used now)
                 total = add_ds(total, jac((states[i], xs[i]))(probe).apply_r(dacc))
                 c = seen[0]
                 for extra in seen[1:]:
@@ -315,5 +316,5 @@ def _fold_impl(t: Type):
 
 
 _lm_prim("lmFold", _fold_type, _fold_impl,
-         "(lmFold step jac acc0 v ∂acc0 ∂v): the Jacobian of (fold step acc0 v), seed 000 Fig. 13; "
+         "(lmFold step jac acc0 v ∂acc0 ∂v): the Jacobian of (fold step acc0 v), Ellis et al. Fig. 13; "
          "jac t ∂t is the step's Jacobian given ∂t.")

@@ -11,16 +11,15 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..context import count
 from ..ir.build import C
 from ..ir.types import FLOAT, INTEGER, TLam, TTensor, TTuple, Type
+from ..types.primitives import args_of, primitive, spread
 from ..types.tangent import tangent_type
 from ..values import DeltaVec, PrimError, Sparse, SparseSum, dense, make_vec, numel
 from .arith import is_numeric
 from .tangents import add_fn
-from ..context import count
-from ..types.primitives import args_of, primitive, spread
 from .vectors import _indices, _rank_of_size, _shape
-
 
 # --- build / sumbuild -------------------------------------------------------
 
@@ -243,7 +242,7 @@ primitive("map", _map_type, _map_impl, "(map (lam (x : A) e) v): e applied to ev
           structural=True)
 
 
-# --- RFold (seed 000 Fig. 15): the reverse sweep of fold, as one loop ----------
+# --- RFold (Ellis et al. Fig. 15): the reverse sweep of fold, as one loop ----------
 
 def _rfold_type(t: Type) -> Type | None:
     """(rfold step step_rev acc0 v dacc czero) : (Tuple dA (Vec dB) C)."""
@@ -278,6 +277,6 @@ def _rfold_impl(t: Type) -> Callable:
 
 
 primitive("rfold", _rfold_type, _rfold_impl,
-          "(rfold step step_rev acc0 v dacc czero): reverse mode of (fold step acc0 v) (RFold, seed 000 "
+          "(rfold step step_rev acc0 v dacc czero): reverse mode of (fold step acc0 v) (RFold, Ellis et al. "
           "Fig. 15): the cotangents of acc0 and v, and the captured variables' summed contributions.",
           cost=lambda r, a: 0, nondiff=True)

@@ -7,13 +7,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir.types import BOOL, FLOAT, INTEGER, TTensor, TTuple, Type
-from ..values import PrimError, dense
-from ..ir.build import C, ONE, UNIT, ZERO, if_
-from ..types.tangent import zero_tangent
+from ..ir.build import ONE, UNIT, ZERO, C, if_
 from ..ir.nodes import const
-from .arith import wrap64
+from ..ir.types import BOOL, FLOAT, INTEGER, TTensor, TTuple, Type
 from ..types.primitives import args_of, primitive, spread
+from ..types.tangent import zero_tangent
+from ..values import PrimError, dense
+from .arith import wrap64
 
 
 def _ieee(f: Callable[..., float], ufunc: Callable[..., Any]) -> Callable[..., float]:
@@ -136,7 +136,8 @@ def _pow_rev(a, r, t, y):
 
 
 primitive("pow", _pow_type, lambda t: spread(_ieee(math.pow, np.power)), "x to the power y (y a Float or an Integer).",
-          cost=lambda r, a: 1, foldable=True, elementwise="pow", numba=lambda xs, types, res: f"{xs[0]} ** float({xs[1]})",
+          cost=lambda r, a: 1, foldable=True, elementwise="pow",
+          numba=lambda xs, types, res: f"{xs[0]} ** float({xs[1]})",
           fwd=_pow_fwd, rev=_pow_rev)
 
 

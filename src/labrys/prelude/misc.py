@@ -4,8 +4,8 @@ from __future__ import annotations
 import sys
 
 from ..ir.types import FLOAT, INTEGER, TTuple, Type
-from ..values import format_value
 from ..types.primitives import primitive
+from ..values import format_value
 
 
 def _print_impl(t: Type):
@@ -24,7 +24,8 @@ primitive("print", lambda t: INTEGER, _print_impl,
 
 for _hint in ("$trace", "$inline", "$copydown"):
     primitive(_hint, lambda t: t, lambda t: lambda x: x, f"({_hint} e) is e at run time: a hint for tools.",
-              cost=lambda r, a: 0, impure=_hint == "$trace", structural=True, fwd=lambda a, d, t, y: d[0], rev=lambda a, r, t, y: (r,))
+              cost=lambda r, a: 0, impure=_hint == "$trace", structural=True,
+              numba=lambda xs, types, res: xs[0], fwd=lambda a, d, t, y: d[0], rev=lambda a, r, t, y: (r,))
 
 _MASK = (1 << 64) - 1
 

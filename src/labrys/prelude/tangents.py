@@ -10,10 +10,10 @@ import numpy as np
 
 from ..ir.build import C
 from ..ir.types import FLOAT, TBase, TTensor, TTuple, Type
+from ..types.primitives import args_of, primitive, spread
 from ..types.tangent import tangent_type
 from ..values import PrimError, Sparse, dense, make_vec, numel, sparse_add
 from .arith import Op2, _scale, is_data, is_float_struct, lift1, lift2
-from ..types.primitives import args_of, primitive, spread
 
 
 def add_fn(t: Type) -> Op2:

@@ -9,12 +9,11 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir.build import C, V, get, lam, tup
-from ..types.tangent import zero_tangent
 from ..ir.nodes import Expr
 from ..ir.types import FLOAT, INTEGER, TTensor, TTuple, Type
-from ..types.tangent import tangent_type
-from ..values import DeltaVec, PrimError, dense, make_vec, numel, zero_like
 from ..types.primitives import args_of, primitive, spread
+from ..types.tangent import tangent_type, zero_tangent
+from ..values import DeltaVec, PrimError, dense, make_vec, numel, zero_like
 
 
 def _rank_of_size(t: Type) -> int | None:
@@ -145,7 +144,8 @@ def _const_vec_impl(t: Type) -> Callable:
 primitive("constVec", _const_vec_type, _const_vec_impl,
           "(constVec n x): n copies of x (n an N-tuple: a Tensor N).", structural=True,
           numba=lambda xs, types, res: f"_np.full({xs[0]}, {xs[1]})" if types == [INTEGER, FLOAT] else None,
-          fwd=lambda a, d, t, y: C("constVec", a[0], d[1]), rev=lambda a, r, t, y: (zero_tangent(a[0], t[0]), C("sum", r)))
+          fwd=lambda a, d, t, y: C("constVec", a[0], d[1]),
+          rev=lambda a, r, t, y: (zero_tangent(a[0], t[0]), C("sum", r)))
 
 
 def _delta_vec_type(t: Type) -> Type | None:
@@ -195,10 +195,11 @@ primitive("unzip", _unzip_type, _unzip_impl, "A vector of tuples as a tuple of v
           rev=lambda a, r, t, y: (_zip(tuple(get(k + 1, len(t[0].elem.elems), r) for k in range(len(t[0].elem.elems))),
                                     C("size", a[0]), t[0]),))
 primitive("dup", lambda t: TTuple((t, t)), lambda t: lambda x: (x, x), "(dup x) is (tuple x x).",
-          cost=lambda r, a: 1, structural=True, fwd=lambda a, d, t, y: tup(d[0], d[0]),
+          cost=lambda r, a: 1, structural=True, numba=lambda xs, types, res: f"({xs[0]}, {xs[0]})",
+          fwd=lambda a, d, t, y: tup(d[0], d[0]),
           rev=lambda a, r, t, y: (C("ts_add", get(1, 2, r), get(2, 2, r)),))
 primitive("elim", lambda t: TTuple(()), lambda t: lambda x: (), "(elim x) discards x; returns (tuple).",
-          cost=lambda r, a: 1, nondiff=True, structural=True)
+          cost=lambda r, a: 1, nondiff=True, structural=True, numba=lambda xs, types, res: "()")
 
 
 # --- helpers of derivative code: matrix-vector products' transposes -------------

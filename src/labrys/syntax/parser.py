@@ -13,7 +13,7 @@ import re
 from ..errors import LabrysError, Source, Span
 from ..ir import nodes as ir
 from ..ir.names import DerivedName, Name, TypedName
-from ..ir.types import BASE_TYPES, TLam, TLM, TSum, TTensor, TTuple, Type
+from ..ir.types import BASE_TYPES, TLM, TLam, TSum, TTensor, TTuple, Type
 from ..util.deep import deep
 from .sexpr import Atom, SExpr, SList, read
 

@@ -217,7 +217,8 @@ class _Checker:
                 if not isinstance(f.type, TLam):
                     raise _err(f"'{_show(func)}' is not a function: it has type {f.type}", where)
                 if f.type.arg != a.type:
-                    raise _err(f"function '{_show(func)}' takes {f.type.arg}, but the argument has type {a.type}", where)
+                    raise _err(f"function '{_show(func)}' takes {f.type.arg}, but the argument has type {a.type}",
+                               where)
                 return ir.App(f, a, type=f.type.res, span=e.span)
             case ir.Lam(var, t, body):
                 b = self.under((var,), (t,), body, where)
@@ -273,7 +274,8 @@ class _Checker:
                     raise exc if exc.span is not None else _err(exc.message, where) from None
                 if sig is None:
                     n = len(self.functions.candidates(func))
-                    why = "is ambiguous: name the overload as (fn [NAME TYPE])" if n > 1 else "is not a defined function"
+                    why = "is ambiguous: name the overload as (fn [NAME TYPE])" if n > 1 \
+                        else "is not a defined function"
                     raise _err(f"'{show_name(func)}' {why}", where)
                 return ir.FnRef(func, type=TLam(sig.arg, sig.ret), span=e.span)
         raise TypeError(f"not an expression: {e!r}")

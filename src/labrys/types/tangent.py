@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..ir.build import C
 from ..ir.nodes import Expr, Tuple
-from ..ir.types import FLOAT, TLM, TLam, TSum, TTensor, TTuple, Type, UNIT
+from ..ir.types import FLOAT, TLM, UNIT, TLam, TSum, TTensor, TTuple, Type
 
 
 def tangent_type(t: Type) -> Type:
@@ -52,10 +52,13 @@ def _unit_value(t: Type) -> Expr:
 
 
 def shape_type(t: Type) -> Type:
-    """The type of ``(shape x)`` for ``x : t``: sizes without values."""
+    """The type of ``(shape x)`` for ``x : t``: sizes without values (a ValueError for
+    functions, sums and linear maps, which have none)."""
     match t:
         case TTuple(elems):
             return TTuple(tuple(shape_type(e) for e in elems))
         case TTensor(rank, elem):
             return TTensor(rank, shape_type(elem))
+        case TLam() | TSum() | TLM():
+            raise ValueError(f"a value of type {t} has no shape")
     return UNIT

@@ -1,0 +1,2 @@
+"""The version of labrys (one place: the package, the cache keys and the CLI read it)."""
+__version__ = "0.1.0"
