@@ -8,6 +8,8 @@ import sys
 import pytest
 
 import labrys
+from labrys.ad import REGISTRY
+from labrys.cli.main import main
 from labrys.opt.simplify import contains_linear_map
 from labrys.prelude.linear_maps import LinearMap
 from labrys.syntax.printer import show_decl
@@ -97,3 +99,27 @@ def test_cli_show_stages_and_one_derivation(tmp_path):
     labrys.parse_program(one.stdout)  # the printed derivative is valid .ks
     bad = subprocess.run(exe + ["show", str(path), "nope"], capture_output=True, text=True)
     assert bad.returncode == 1 and "error:" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("derivation", REGISTRY.names(internal=True))
+def test_show_stages_prints_each_algorithms_own_passes(tmp_path, capsys, derivation):
+    path = tmp_path / "f2.ks"
+    path.write_text(F2)
+    assert main(["show", str(path), "f2", "--deriv", derivation, "--stages"]) == 0
+    out = capsys.readouterr().out
+    m = labrys.load(F2)
+    stages = m.derivations.derive(derivation, m.function("f2").sigs[0], views=True).stages
+    titles = [line for line in out.splitlines() if line in {s.title for s in stages}]
+    assert titles == [s.title for s in stages]
+    assert len(stages) >= 2 and [s for s in stages if not s.view][-1].d == m.derive(derivation, "f2").d
+    for s in stages:  # every stage is a .ks def that reads back
+        labrys.parse_program(show_decl(s.d))
+
+
+def test_dual_number_stages_show_the_translation_before_the_wrapper(capsys, tmp_path):
+    path = tmp_path / "f2.ks"
+    path.write_text(F2)
+    assert main(["show", str(path), "f2", "--deriv", "deltarev", "--stages", "--timings"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("Translated: [delta f]") < out.index("(def [delta f2]") < out.index("The wrapper [deltarev f]")
+    assert " ms]" in out

@@ -15,7 +15,8 @@ the types a pass wrote on nodes itself with the ones the checker infers.
 A *view* pass (``view=True``) makes a stage that is shown but is not on the
 path to the result, e.g. the optimised and transposed Jacobians of the 2019
 Knossos Demo; views run only when the stages are asked for.  A pass reads the
-stage named by ``source`` (default: the latest non-view stage).  Passes of one
+stage named by ``source``; by default a view reads the stage just before it (so
+views chain) and any other pass the latest non-view stage.  Passes of one
 derivation share a :class:`Work`: fresh names, the function table and side
 tables one pass hands to a later one (∇'s witness map for transposition).
 """
@@ -61,6 +62,7 @@ class Stage:
     title: str
     d: ir.Def
     seconds: float
+    view: bool = False
 
 
 @dataclass(frozen=True)
@@ -92,8 +94,9 @@ def run_pipeline(passes: tuple[Pass, ...], d: ir.Def, work: Work, views: bool = 
         if p.view and not views:
             continue
         start = time.perf_counter()
-        out = typed(p.run(stages[p.source or current].d, work), work.functions, p.name, lint)
-        stages[p.name] = Stage(p.name, p.title, out, time.perf_counter() - start)
+        source = p.source or (order[-1] if p.view else current)
+        out = typed(p.run(stages[source].d, work), work.functions, p.name, lint)
+        stages[p.name] = Stage(p.name, p.title, out, time.perf_counter() - start, p.view)
         order.append(p.name)
         if not p.view:
             current = p.name
