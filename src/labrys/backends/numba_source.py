@@ -38,7 +38,7 @@ from labrys.backends.numba_runtime import _argextremum, _checkindex, _extremum, 
 _nan = float("nan")
 _inf = float("inf")
 '''
-DECORATOR = '@_njit(cache=True, error_model="numpy")'
+DECORATOR = '@_njit(cache=_cache, error_model="numpy")'  # _cache: set by the loader (Note [Compile cache])
 BUILTINS_USED = {"float", "range", "abs", "AssertionError", "IndexError", "ValueError", "ZeroDivisionError"}
 MAX_LOOPS = 12  # CPython allows 20 statically nested blocks
 MAX_STATEMENTS = 2000  # Numba's compile time grows faster than linearly with function size

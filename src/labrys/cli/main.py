@@ -6,11 +6,13 @@ and a caret, and exits 1; ``--debug`` shows the Python traceback instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import sys
 import time
 from importlib import resources
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from ..backends import BACKENDS, DEFAULT
 from ..api import Function, Module, evaluate_typed, load
@@ -203,13 +205,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
-    from ..backends.compiled import cache_info, clear_cache
+    """Note [Cache ownership]: clear deletes only what labrys wrote."""
+    from ..backends.cache import cache_info, clear_cache
 
-    if args.action == "clear":
-        print(f"cleared {clear_cache()}")
+    info = clear_cache() if args.action == "clear" else cache_info()
+    if info.problem:
+        print(f"{info.root}: not usable ({info.problem}); the compiled backend compiles without a disk cache")
         return 0
-    root, modules, size = cache_info()
-    print(f"{root}: {modules} compiled modules, {size / 1e6:.1f} MB")
+    what = f"{info.modules} compiled modules, {info.size / 1e6:.1f} MB"
+    kept = f"; {info.others} other entries there are not labrys's and were kept" if info.others else ""
+    if args.action == "clear":
+        print(f"cleared {info.root}: {what}{kept}")
+    else:
+        print(f"{info.root}: {what}{kept.replace(' and were kept', ' (clear keeps them)')}")
     return 0
 
 
@@ -221,6 +229,8 @@ def add_backend(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="labrys", description="Run, check and differentiate .ks programs.")
     p.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="also show what labrys does behind the scenes (e.g. compile cache repairs)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="run a .ks program (its main, or FN on ARGS)",
@@ -323,17 +333,38 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(handler=cmd_demo)
 
     cache = sub.add_parser("cache", help="the compiled backend's cache: info or clear",
-                           description="Compiled modules live in $LABRYS_CACHE_DIR or ~/.cache/labrys.")
+                           description="Compiled modules live in $LABRYS_CACHE_DIR or ~/.cache/labrys (in its "
+                                       "labrys-cache/ subfolder when that folder holds other files); clear deletes "
+                                       "only the files labrys wrote.")
     cache.add_argument("action", choices=["info", "clear"])
     cache.set_defaults(handler=cmd_cache)
     return p
+
+
+@contextlib.contextmanager
+def library_log(verbose: bool) -> Iterator[None]:
+    """With --verbose, the library's INFO log (``labrys.*`` loggers) on stderr as notes."""
+    if not verbose:
+        yield
+        return
+    logger, level = logging.getLogger("labrys"), logging.getLogger("labrys").level
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("labrys: note: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.handler(args)
+        with library_log(args.verbose):
+            return args.handler(args)
     except LabrysError as exc:
         if args.debug:
             raise
