@@ -212,12 +212,13 @@ def cmd_cache(args: argparse.Namespace) -> int:
     if info.problem:
         print(f"{info.root}: not usable ({info.problem}); the compiled backend compiles without a disk cache")
         return 0
-    what = f"{info.modules} compiled modules, {info.size / 1e6:.1f} MB"
-    kept = f"; {info.others} other entries there are not labrys's and were kept" if info.others else ""
+    what = f"{info.modules} compiled module{'s' * (info.modules != 1)}, {info.size / 1e6:.1f} MB"
+    kept = f"; {info.others} other entr{'ies' if info.others != 1 else 'y'} there, not labrys's, kept" \
+        if info.others else ""
     if args.action == "clear":
         print(f"cleared {info.root}: {what}{kept}")
     else:
-        print(f"{info.root}: {what}{kept.replace(' and were kept', ' (clear keeps them)')}")
+        print(f"{info.root}: {what}{kept.replace(', kept', ' (clear keeps them)')}")
     return 0
 
 
