@@ -238,6 +238,31 @@ def test_damaged_entry_is_rebuilt_and_still_compiled(damage, tmp_path, monkeypat
     assert hits >= 1 and misses == 0
 
 
+def test_an_interrupted_build_is_finished_quietly(tmp_path, monkeypatch, fresh, log) -> None:
+    """Killed after writing the source, before Numba saved: nothing is damaged, nothing is noted."""
+    root = use(monkeypatch, tmp_path / "cache")
+    run_f()
+    for path in [*root.glob("labrys_*.json"), *root.glob("__pycache__/*")]:
+        path.unlink()
+    fresh()
+    run_f()
+    assert log.records == [] and numba_loads()[0] == 0
+    fresh()
+    run_f()
+    assert log.records == [] and numba_loads()[1] == 0
+
+
+def test_cache_files_follow_the_umask(tmp_path, monkeypatch, fresh) -> None:
+    root = use(monkeypatch, tmp_path / "cache")
+    umask = os.umask(0o022)
+    try:
+        run_f()
+    finally:
+        os.umask(umask)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in root.rglob("*") if p.is_file()}
+    assert modes and set(modes.values()) == {0o644}, modes
+
+
 def test_damage_the_checksums_miss_is_rebuilt_when_numba_fails(tmp_path, monkeypatch, fresh, log) -> None:
     """A damaged index whose checksum record was rewritten to match: Numba's load fails, the entry is rebuilt."""
     root = use(monkeypatch, tmp_path / "cache")
@@ -318,7 +343,7 @@ def make_read_only(monkeypatch, root: Path, how: str) -> None:
             return fn(*args, **kwargs)
         return guarded
 
-    for name in ("mkdir", "unlink", "rmdir", "replace", "rename"):
+    for name in ("open", "mkdir", "unlink", "rmdir", "replace", "rename"):
         monkeypatch.setattr(os, name, guard(getattr(os, name), 0))
     for name in ("mkstemp", "TemporaryFile", "NamedTemporaryFile"):
         monkeypatch.setattr(tempfile, name, guard(getattr(tempfile, name), "dir"))

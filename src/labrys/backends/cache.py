@@ -62,6 +62,7 @@ import re
 import sys
 import tempfile
 import types
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,7 +95,7 @@ def _owned_names(root: Path, names: list[str]) -> bool:
     for name in names:
         if name == PYCACHE:
             try:
-                if not _owned_names(root / PYCACHE, os.listdir(root / PYCACHE)) or (root / PYCACHE).is_symlink():
+                if (root / PYCACHE).is_symlink() or not _owned_names(root / PYCACHE, os.listdir(root / PYCACHE)):
                     return False
             except OSError:
                 return False
@@ -105,6 +106,8 @@ def _owned_names(root: Path, names: list[str]) -> bool:
 
 def _claim(root: Path) -> str:
     """'ours' (usable), 'foreign', or why the folder cannot be used."""
+    if (root / MARKER).is_file():
+        return "ours"
     try:
         names = os.listdir(root)
     except FileNotFoundError:
@@ -114,7 +117,7 @@ def _claim(root: Path) -> str:
         return f"{blocker} is a file, not a folder"
     except OSError as exc:
         return f"{root}: {exc.strerror or exc}"
-    return "ours" if MARKER in names or _owned_names(root, names) else "foreign"
+    return "ours" if _owned_names(root, names) else "foreign"
 
 
 def locate() -> Place:
@@ -167,7 +170,9 @@ def _reason(exc: OSError) -> str:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    """path holds data, or its old content: never a part (the mode follows the umask, as Numba's files)."""
+    tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -234,6 +239,8 @@ class Entry:
             self.purge()
             _write_atomic(self.source, data)
             return False
+        if not self.record.exists() and not self.numba_files():
+            return False  # not built yet (or a build was interrupted before Numba saved anything)
         damage = self.damage()
         if damage:
             log.info("%s: %s; deleted and rebuilt", self, damage)
@@ -245,7 +252,7 @@ class Entry:
         try:
             record = json.loads(self.record.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            return "object code without a checksum record" if self.numba_files() else "not built yet"
+            return "object code without a checksum record"
         except (ValueError, UnicodeDecodeError):
             return "its checksum record is damaged"
         if not isinstance(record, dict) or record.get("versions") != versions():
