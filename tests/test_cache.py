@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import labrys
-from labrys.backends import cache
+from labrys.backends import cache, cache_folder
 from labrys.cli.main import main
 
 pytest.importorskip("numba")
@@ -36,10 +36,12 @@ OTHER = """
 def fresh(monkeypatch):
     """A new process, as far as the cache can tell: nothing compiled in memory, nothing noted."""
     monkeypatch.setattr(cache, "_loaded", {})
-    monkeypatch.setattr(cache, "_reported", set())
+    monkeypatch.setattr(cache, "_helpers", {})
+    monkeypatch.setattr(cache_folder, "_reported", set())
 
     def again() -> None:
         cache._loaded.clear()
+        cache._helpers.clear()
     return again
 
 
@@ -99,7 +101,7 @@ def test_clear_keeps_user_files_inside_and_beside(tmp_path, monkeypatch, fresh, 
 
     rc, out, err = cli(capsys, "cache", "clear")
     assert rc == 0 and err == ""
-    assert "1 compiled module," in out and "3 other entries there, not labrys's, kept" in out
+    assert "2 compiled modules," in out and "3 other entries there, not labrys's, kept" in out
     assert (tmp_path / "thesis.tex").read_text() == "beside"
     left = files(root)
     assert left.pop("labrys-cache.tag")  # the folder is still labrys's, with the user's files in it
@@ -124,7 +126,7 @@ def test_folder_with_other_files_gets_a_labrys_cache_subfolder(tmp_path, monkeyp
     assert rc == 0 and out.startswith(f"{project / 'labrys-cache'}: 0 compiled modules")
     run_f()
     assert list((project / "labrys-cache").glob("labrys_*.py"))
-    assert cli(capsys, "cache", "info")[1].startswith(f"{project / 'labrys-cache'}: 1 compiled module,")
+    assert cli(capsys, "cache", "info")[1].startswith(f"{project / 'labrys-cache'}: 2 compiled modules,")
 
     assert cli(capsys, "cache", "clear")[0] == 0
     assert files(project) == before and sorted(p.name for p in project.iterdir()) == ["my_model.ks", "thesis.tex"]
@@ -161,7 +163,7 @@ def test_a_folder_of_labrys_files_without_marker_is_labryss(tmp_path, monkeypatc
     root = use(monkeypatch, tmp_path / "cache")
     run_f()
     (root / "labrys-cache.tag").unlink()
-    assert cli(capsys, "cache", "info")[1].startswith(f"{root}: 1 compiled module,")
+    assert cli(capsys, "cache", "info")[1].startswith(f"{root}: 2 compiled modules,")
     assert cli(capsys, "cache", "clear")[0] == 0
     assert root.is_dir() and list(root.iterdir()) == []
 
@@ -430,6 +432,7 @@ COMPILER = textwrap.dedent("""
     from labrys.backends import cache
     for _ in range(3):
         cache._loaded.clear()  # as a new process: through the disk cache every time
+        cache._helpers.clear()
         for src, name, want in [(sys.argv[1], "f", 6.0), (sys.argv[2], "g", 9.0)]:
             m = labrys.load(src, backend="compiled")
             assert m.function(name)([1.0, 2.0]) == want
@@ -438,7 +441,7 @@ COMPILER = textwrap.dedent("""
 """)
 CLEARER = textwrap.dedent("""
     import os, sys, time
-    from labrys.backends.cache import clear_cache
+    from labrys.backends.cache_folder import clear_cache
     cleared = 0
     open(sys.argv[2], "w").close()  # ready
     while not os.path.exists(sys.argv[1]):
@@ -470,4 +473,4 @@ def test_two_compilers_and_a_clearer_at_once(tmp_path, monkeypatch, fresh) -> No
 
     run_f()  # whatever the race left behind, this process compiles (or loads) f
     run_f(OTHER, "g")
-    assert cache.cache_info().problem == ""
+    assert cache_folder.cache_info().problem == ""

@@ -206,7 +206,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_cache(args: argparse.Namespace) -> int:
     """Note [Cache ownership]: clear deletes only what labrys wrote."""
-    from ..backends.cache import cache_info, clear_cache
+    from ..backends.cache_folder import cache_info, clear_cache
 
     info = clear_cache() if args.action == "clear" else cache_info()
     if info.problem:
