@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import labrys
-from labrys.prelude import deltas
-from labrys.prelude.registry import METER
+from labrys.ad import deltas
+from labrys import METER
 from labrys.verify import verify
 
 from strategies import ALL_FEATURES, NONSMOOTH, programs

@@ -426,13 +426,26 @@ def test_gdef_lines_are_accepted():
     (gdef fwd [f (Tuple Float Float)])
     (gdef rev [f (Tuple Float Float)])
     (gdef D [f (Tuple Float Float)])
-    (gdef suffwdpass [f (Tuple Float Float)])
-    (gdef sufrevpass [f (Tuple Float Float)])
-    (gdef sufrev [f (Tuple Float Float)])
     (gdef rev [sumsq (Vec Float)])
     """)
     assert m.f(2.0, 0.5) == 2.0 * math.sin(0.5)
     assert m.sumsq([1.0, 2.0]) == 5.0
+
+
+@pytest.mark.parametrize("derivation", ["suffwdpass", "CL", "chadrev"])
+def test_gdef_of_a_registered_but_unimplemented_derivation_is_a_check_time_error(derivation):
+    text = f"(def f Float ((x : Float) (y : Float)) (mul x (sin y)))\n(gdef {derivation} [f (Tuple Float Float)])\n"
+    with pytest.raises(LabrysError) as err:
+        load(text)
+    assert f"<string>:2:1: error: gdef {derivation}: derivation '{derivation}'" in str(err.value)
+    assert "not implemented yet" in str(err.value)
+
+
+def test_gdef_of_an_unknown_derivation_names_the_known_ones():
+    with pytest.raises(LabrysError) as err:
+        load("(def f Float (x : Float) x)\n(gdef frobnicate [f Float])\n")
+    assert "<string>:2:1: error: gdef frobnicate: unknown derivation 'frobnicate'" in str(err.value)
+    assert "rev" in str(err.value) and "deltarev" in str(err.value)
 
 
 def test_rule_lines_are_accepted():

@@ -1,5 +1,5 @@
 """The derivative rules of every primitive (Note [Derivative rules] in
-``labrys.prelude.registry``), checked numerically.
+``labrys.types.primitives``), checked numerically.
 
 For each primitive and a representative argument type, the rule IR built by
 ``fwd(args, dargs, types)`` and ``rev(args, dr, types)`` is printed into a
@@ -293,8 +293,8 @@ def rules_of(c: Case) -> Rules:
     args = [Var(x) for x in xs]
     dtypes = [tangent_type(t) for t in c.types]
 
-    fwd = p.rules["fwd"](args, [Var(d) for d in dxs], c.types)
-    rev = tuple(p.rules["rev"](args, Var("dr"), c.types))
+    fwd = p.rules["fwd"](args, [Var(d) for d in dxs], c.types, Var("y"))  # y: the primal result
+    rev = tuple(p.rules["rev"](args, Var("dr"), c.types, Var("y")))
     assert len(rev) == n, f"rev of {c.prim} returned {len(rev)} cotangents for {n} arguments"
     if n == 1:
         rev_t, rev_body = dtypes[0], labrys.show_expr(rev[0])
@@ -302,12 +302,13 @@ def rules_of(c: Case) -> Rules:
         rev_t = TTuple(tuple(dtypes))
         rev_body = "(tuple " + " ".join(labrys.show_expr(e) for e in rev) + ")"
 
+    y = f"(y {labrys.show_expr(C(c.prim, *args))})"
     source = "\n".join([
         f"(def prim {show_type(result)} {_params(xs, c.types)}\n  {labrys.show_expr(C(c.prim, *args))})",
         f"(def fwd {show_type(tangent_type(result))} {_params(xs + dxs, list(c.types) + dtypes)}\n"
-        f"  {labrys.show_expr(fwd)})",
+        f"  (let {y} {labrys.show_expr(fwd)}))",
         f"(def rev {show_type(rev_t)} {_params(xs + ['dr'], list(c.types) + [tangent_type(result)])}\n"
-        f"  {rev_body})",
+        f"  (let {y} {rev_body}))",
     ])
     m = labrys.load(source)
     return Rules(c, result, m.prim, m.fwd, m.rev, source)
@@ -418,16 +419,16 @@ NONDIFF = ["eq", "ne", "lt", "gt", "lte", "gte", "and", "or", "not",   # compari
 
 @pytest.mark.parametrize("name", NONDIFF)
 def test_nondiff_primitives(name):
-    rules = PRIMITIVES[name].rules
-    assert rules.get("nondiff") is True
-    assert "fwd" not in rules and "rev" not in rules
+    p = PRIMITIVES[name]
+    assert p.nondiff is True
+    assert "fwd" not in p.rules and "rev" not in p.rules
 
 
 # --- 5. completeness ----------------------------------------------------------------
 
 STRUCTURAL = {"build", "sumbuild", "fold", "map", "ifold"}
 NO_DERIVATIVE = {"digamma",
-                 # seed 004's run-time helpers, never differentiated (prelude/deltas.py)
+                 # Krawiec et al.'s run-time helpers, never differentiated (ad/deltas.py, ad/dual_io.py)
                  "zeroS", "oplus", "otimes", "deltaInputs", "delta2Inputs", "delta1Inputs",
                  "deltaGradient", "delta2Gradient", "delta1Gradient", "dualZip"}
 
@@ -437,14 +438,14 @@ def test_every_primitive_is_classified():
     for name, p in PRIMITIVES.items():
         has_fwd, has_rev = "fwd" in p.rules, "rev" in p.rules
         assert has_fwd == has_rev, f"{name} has only one of fwd/rev"
-        nondiff = p.rules.get("nondiff") is True
+        nondiff = p.nondiff
         assert not (nondiff and has_fwd), f"{name} is nondiff but has derivative rules"
         if not (has_fwd or nondiff or name in STRUCTURAL | NO_DERIVATIVE):
             unclassified.append(name)
     assert not unclassified, f"primitives without derivative rules or nondiff=True: {unclassified}"
     assert not (STRUCTURAL | NO_DERIVATIVE) - PRIMITIVES.keys()
     for name in STRUCTURAL | NO_DERIVATIVE:
-        assert "fwd" not in PRIMITIVES[name].rules and not PRIMITIVES[name].rules.get("nondiff")
+        assert "fwd" not in PRIMITIVES[name].rules and not PRIMITIVES[name].nondiff
 
 
 def test_every_rule_is_checked_here():

@@ -23,6 +23,7 @@ from labrys.api import Module
 from labrys.ir import nodes as ir
 from labrys.ir.traverse import FreshNames, all_names, alpha_equal, children, free_vars, rebuild, substitute
 from labrys.ir.types import FLOAT, INTEGER, TLam, TTuple, Type
+from labrys.ad import REGISTRY
 from labrys.types.checker import Functions, check_expr
 
 try:
@@ -228,7 +229,7 @@ def typed_program(p: ir.Program) -> ir.Program:
 
 
 def typed_expr(e: ir.Expr, env: dict[str, Type]) -> ir.Expr:
-    return check_expr(e, Functions(), env)
+    return check_expr(e, Functions(REGISTRY), env)
 
 
 @PROPERTY

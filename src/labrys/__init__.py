@@ -1,14 +1,15 @@
 """labrys: automatic differentiation of the `.ks` language, every algorithm
 of the seed papers as a printable source-to-source transformation."""
-from .api import Derivative, Function, Module, evaluate, grad, jvp, load, vjp
+from . import prelude  # noqa: F401  (fills the primitive table: Note [Primitive table])
+from .api import Derivative, Function, Module, check_program, evaluate, load
+from .context import METER
 from .errors import LabrysError
-from .prelude.registry import METER
 from .syntax.parser import parse_expr, parse_program
 from .syntax.printer import show_expr, show_program
-from .types.checker import check_program
+from .transforms import grad, jvp, vjp
 from .types.tangent import tangent_type
-from .verify import verify  # noqa: E402  (after .api, which it uses)
+from .verify import verify
 
-__all__ = ["Derivative", "Function", "LabrysError", "grad", "jvp", "vjp", "METER", "Module", "check_program", "evaluate", "load",
-           "parse_expr", "parse_program", "show_expr", "show_program", "tangent_type", "verify"]
+__all__ = ["Derivative", "Function", "LabrysError", "grad", "jvp", "vjp", "METER", "Module", "check_program",
+           "evaluate", "load", "parse_expr", "parse_program", "show_expr", "show_program", "tangent_type", "verify"]
 __version__ = "0.1.0"

@@ -5,17 +5,19 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from .ad import ALGORITHMS, STRATEGIES, Derivations
+from .ad import REGISTRY, Derivations, Linker
 from .backends import Backend, make_backend
 from .backends.interp import Interpreter, Slots
+from .context import run_scope
 from .errors import LabrysError, Source
 from .ir import nodes as ir
 from .ir.names import DerivedName, Name, erase_types, show_name
-from .ir.types import FLOAT, TTuple, Type
+from .ir.types import TTuple, Type
 from .syntax.parser import parse_expr, parse_name, parse_program, parse_type
 from .syntax.printer import show_decl, show_program
 from .syntax.sexpr import read
-from .types.checker import CheckedProgram, Functions, Signature, check_def, check_expr, check_program
+from .types import checker
+from .types.checker import CheckedProgram, Functions, Signature, check_expr
 from .util.deep import run_deep
 from .values import PrimError, from_python, to_python
 
@@ -25,6 +27,11 @@ def load(path_or_text: str | os.PathLike, *, name: str | None = None, backend: s
     "interp", "python" or "compiled" (default: ``$LABRYS_BACKEND``, else "compiled")."""
     text, filename = _read_source(path_or_text)
     return Module(check_program(parse_program(text, name or filename)), backend=backend)
+
+
+def check_program(program: ir.Program) -> CheckedProgram:
+    """Type-check a parsed program, with every registered derivation available."""
+    return checker.check_program(program, REGISTRY)
 
 
 def _looks_like_path(s: str) -> bool:
@@ -71,7 +78,8 @@ class Function:
 
     def __call__(self, *args: Any) -> Any:
         sig, value = self.select(args)
-        return to_python(self.module.backend.call(sig, value))
+        with run_scope():
+            return to_python(self.module.backend.call(sig, value))
 
     def select(self, args: tuple) -> tuple[Signature, Any]:
         """The overload the Python values fit (exact scalar kinds first), and its argument."""
@@ -107,8 +115,9 @@ class Module:
         self.checked = checked
         self.externals: dict[Any, Callable] = {}
         self.derivations = Derivations(checked)
-        self.interpreter = Interpreter(checked, self.externals, self.derivations)
-        self.backend: Backend = make_backend(backend, checked, self.externals, self.derivations)
+        self.linker = Linker(self.derivations)
+        self.interpreter = Interpreter(checked, self.externals, self.linker)
+        self.backend: Backend = make_backend(backend, checked, self.externals, self.linker)
         if self.backend.name == "interp":
             self.backend = self.interpreter
 
@@ -118,10 +127,11 @@ class Module:
         return self.backend.compile_seconds
 
     def derive(self, derivation: str, name: str | Name, optimise: bool = True,
-               strategy: str = STRATEGIES[0]) -> "Derivative":
+               strategy: str | None = None) -> "Derivative":
         """The derived function ``[derivation name]`` (e.g. ``derive("rev", "f")``),
         callable, with its `.ks` source and the pipeline stages that made it.
-        ``strategy`` selects how ``fwd`` calls callees: "tupled" (Fig. 8) or "plain"."""
+        ``strategy`` picks one of the derivation's strategies (``fwd``: "tupled", Fig. 8,
+        or "plain"); ``labrys algorithms`` lists the derivations."""
         f = self.function(name)
         if len(f.sigs) != 1:
             raise LabrysError(f"{show_name(f.name)} is overloaded: name one, e.g. '[{show_name(f.name)} Float]'")
@@ -186,19 +196,23 @@ class Module:
 
 
 class Derivative:
-    """A generated derived function: call it, print it (``source``), inspect ``stages``."""
+    """A generated derived function: call it, print it (``source``), inspect ``stages``
+    (the def after each pass of the derivation's pipeline, by pass name)."""
 
     def __init__(self, module: Module, derivation: str, sig: Signature, optimise: bool = True,
-                 strategy: str = STRATEGIES[0]):
-        if derivation not in ALGORITHMS:
-            raise LabrysError(f"unknown derivation '{derivation}'; available: {', '.join(sorted(ALGORITHMS))}")
+                 strategy: str | None = None):
         self.module, self.derivation, self.sig = module, derivation, sig
+        self.entry = REGISTRY.get(derivation)
         derived = module.derivations.derive(derivation, sig, strategy)
-        self.stages = derived.stages
-        self.support = derived.support  # generated defs it calls (seed 004's [delta f] …)
-        self.d = derived.d if optimise or "unoptimised" not in derived.stages else \
-            check_def(derived.stages["unoptimised"], module.checked.functions)
+        self.stages = {s.name: s.d for s in derived.stages}
+        self.d = derived.d if optimise else _before_optimisation(derived)
+        module.linker.close(module.linker.callees(self.d))  # Note [Link step]: its errors surface here
         self._code = None
+
+    @property
+    def support(self) -> list[ir.Def]:
+        """The generated defs this one calls, transitively (callees first)."""
+        return self.module.linker.reached(self.d)
 
     @property
     def source(self) -> str:
@@ -210,37 +224,19 @@ class Derivative:
             self._code = self.module.backend.compile_def(self.d)
         value = from_python(args[0] if len(args) == 1 else tuple(args), self.d.arg_type,
                             f"argument of {show_name(self.d.name)}")
-        return to_python(run_deep(lambda: self._code(value)))
+        with run_scope():
+            return to_python(run_deep(lambda: self._code(value)))
 
     def __repr__(self) -> str:
         return f"<labrys derivative {show_name(self.d.name)} : {self.d.arg_type} -> {self.d.ret}>"
 
 
-def grad(f: Function, method: str = "rev") -> Callable[..., Any]:
-    """The gradient of a Float-valued labrys function: ``grad(m.f)(x, y)``."""
-    def gradient(*args: Any) -> Any:
-        sig, _ = f.select(args)
-        if sig.ret != FLOAT:
-            raise LabrysError(f"grad needs a Float result; {show_name(sig.name)} returns {sig.ret} (use vjp)")
-        return Derivative(f.module, method, sig)(_primal(args), 1.0)
-    return gradient
-
-
-def jvp(f: Function, primals: tuple, tangents: tuple, method: str = "fwd") -> tuple[Any, Any]:
-    """(f(primals), the derivative of f at primals applied to tangents)."""
-    sig, _ = f.select(primals)
-    return f(*primals), Derivative(f.module, method, sig)(_primal(primals), _primal(tangents))
-
-
-def vjp(f: Function, *primals: Any, method: str = "rev") -> tuple[Any, Callable[[Any], Any]]:
-    """(f(primals), the pullback: a cotangent of the result to one of the arguments)."""
-    sig, _ = f.select(primals)
-    back = Derivative(f.module, method, sig)
-    return f(*primals), lambda ct: back(_primal(primals), ct)
-
-
-def _primal(args: tuple) -> Any:
-    return args[0] if len(args) == 1 else tuple(args)
+def _before_optimisation(derived) -> ir.Def:
+    """The last stage on the path to the result before the pass called "optimise"."""
+    names = [s.name for s in derived.stages]
+    if "optimise" not in names:
+        return derived.d
+    return derived.stages[names.index("optimise") - 1].d
 
 
 def _external(fn: Callable[..., Any], sig: Signature) -> Callable[[Any], Any]:
@@ -266,7 +262,7 @@ def evaluate(text: str, module: Module | None = None, expected: Type | None = No
 
 def evaluate_typed(text: str, module: Module | None = None, filename: str = "<expr>") -> tuple[Any, Type, Any]:
     """A closed `.ks` expression's run-time value, type and span."""
-    functions = module.checked.functions if module else Functions()
+    functions = module.checked.functions if module else Functions(REGISTRY)
     e = check_expr(parse_expr(text, filename), functions)
     interp = module.interpreter if module else Interpreter(CheckedProgram(ir.Program(()), functions))
 

@@ -17,12 +17,12 @@ import numpy as np
 from .api import Derivative, Module
 from .errors import LabrysError
 from .ir.types import FLOAT, TBase, TSum, TTensor, TTuple, Type
-from .prelude.registry import METER
+from .ad import REGISTRY
+from .context import METER
 from .types.tangent import tangent_type
 from .util.deep import run_deep
 from .values import Inj, from_python
 
-FORWARD = {"fwd", "fwdt", "dualfwd"}  # (x, dx) -> dy; the others are (x, dy) -> dx
 
 
 def sized_value(t: Type, n: int, rng: np.random.Generator, tangent: bool = False,
@@ -91,6 +91,10 @@ def measure(module: Module, name: str, derivations: list[str], sizes: list[int],
     if len(f.sigs) != 1:
         raise LabrysError(f"{name} is overloaded: name one, e.g. '[{name} Float]'")
     sig = f.sigs[0]
+    for d in derivations:
+        if REGISTRY.get(d).convention.direction is None:
+            raise LabrysError(f"cost needs a forward or reverse derivation ({', '.join(REGISTRY.names('forward'))}; "
+                              f"{', '.join(REGISTRY.names('reverse'))}), not '{d}'")
     derived = [(d, Derivative(module, d, sig)) for d in derivations]
     primal_code = module.interpreter.cell(sig)
     report = CostReport(name, list(sizes), Curve("primal"), [Curve(d) for d in derivations])
@@ -101,7 +105,7 @@ def measure(module: Module, name: str, derivations: list[str], sizes: list[int],
         report.primal.ops.append(max(ops, 1))
         report.primal.seconds.append(secs)
         for (d, deriv), curve in zip(derived, report.derived):
-            t = sig.arg if d in FORWARD else sig.ret
+            t = sig.arg if REGISTRY.get(d).convention.direction == "forward" else sig.ret
             extra = from_python(sized_value(tangent_type(t), n, rng, tangent=True), tangent_type(t))
             code = module.interpreter.compile_def(deriv.d)
             ops, secs = run_deep(lambda: _timed(code, (x, extra)))

@@ -1,8 +1,9 @@
 """``labrys verify``: check every derivation against central finite
 differences, against each other (dot-product test) and across algorithms.
 
-Each algorithm is registered once in :data:`ALGORITHMS` (a derivation name and
-its calling convention) and is then checked on every function that accepts it.
+Every implemented derivation of the registry (:mod:`labrys.ad.registry`) whose
+calling convention is forward-like or reverse-like is checked on every
+function that accepts it.
 """
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .ad import REGISTRY
+from .ad.derivation import Derivation
 from .api import Derivative, Function, Module
 from .cost import sized_value
 from .errors import LabrysError
@@ -22,23 +25,9 @@ from .types.tangent import is_constant_tangent
 from .values import Inj, Sparse, to_python
 
 
-@dataclass(frozen=True)
-class Algorithm:
-    name: str        # column title
-    derivation: str  # derived-function name
-    kind: str        # "fwd": (x, dx) -> dy;  "rev": (x, dy) -> dx
-    pick: Callable[[Any], Any] = lambda out: out  # the tangent, for tupled results
-
-
-ALGORITHMS = [
-    Algorithm("fwd", "fwd", "fwd"),
-    Algorithm("fwdt", "fwdt", "fwd", lambda out: out[1]),
-    Algorithm("rev", "rev", "rev"),
-    Algorithm("dualfwd", "dualfwd", "fwd"),
-    Algorithm("deltarev1", "deltarev1", "rev"),
-    Algorithm("deltarev2", "deltarev2", "rev"),
-    Algorithm("deltarev", "deltarev", "rev"),
-]
+def algorithms() -> list[Derivation]:
+    """The derivations verify checks: every implemented forward or reverse one."""
+    return [d for d in REGISTRY if d.implemented and not d.internal and d.convention.direction]
 
 
 def _floats(v: Any) -> list[float]:
@@ -127,9 +116,9 @@ def check_function(module: Module, sig: Signature, trials: int = 3, tol: float =
     rng = np.random.default_rng(seed)
     f = module.function(sig.name)[sig.arg]
     derived: dict[str, Callable] = {}
-    for alg in ALGORITHMS:
+    for alg in algorithms():
         try:
-            derived[alg.name] = _derived(module, alg.derivation, sig)
+            derived[alg.name] = _derived(module, alg.name, sig)
         except LabrysError as exc:
             row.cells[alg.name] = Cell(None, detail=_where(exc))
     for _ in range(trials):
@@ -138,7 +127,7 @@ def check_function(module: Module, sig: Signature, trials: int = 3, tol: float =
                 raise LabrysError(f"a function-typed result ({sig.ret}) has no finite differences")
             x = random_value(sig.arg, rng)
         except LabrysError as exc:
-            for alg in ALGORITHMS:
+            for alg in algorithms():
                 row.cells[alg.name] = Cell(None, detail=str(exc.message))
             return row
         dx = _tangent_like(x, rng)
@@ -150,13 +139,13 @@ def check_function(module: Module, sig: Signature, trials: int = 3, tol: float =
             continue  # the function is not defined around this point
         fd_dot = float(np.dot(fd, _floats(dy))) if fd else 0.0
         results: dict[str, list[float]] = {}
-        for alg in ALGORITHMS:
+        for alg in algorithms():
             if alg.name not in derived or row.cells.get(alg.name, Cell(True)).ok is False:
                 continue
             cell = row.cells.setdefault(alg.name, Cell(True))
             try:
-                if alg.kind == "fwd":
-                    out = _floats(alg.pick(derived[alg.name](x, dx)))
+                if alg.convention.direction == "forward":
+                    out = _floats(alg.convention.tangent(derived[alg.name](x, dx)))
                     err = max((_rel(a, b) for a, b in zip(out, fd)), default=0.0)
                     results[alg.name] = [float(np.dot(out, _floats(dy)))]
                 else:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir.build import C
 from ..ir.types import DELTA
-from .dual_numbers import Reals
+from .dual_numbers import Reals, translation_pipeline, wrapper_pipeline
 from .delta_wrappers import rev_wrapper
 
 REALS = Reals("deltarev", "delta", DELTA, C("Zero"),
@@ -30,3 +30,7 @@ REALS = Reals("deltarev", "delta", DELTA, C("Zero"),
 
 def wrapper(d: ir.Def) -> ir.Def:
     return rev_wrapper(d, "deltarev", "delta", "deltaInputs", "deltaGradient")
+
+
+TRANSLATION = translation_pipeline(REALS)
+PIPELINE = wrapper_pipeline(REALS, wrapper, "Fig. 11, generalised by Fig. 15")

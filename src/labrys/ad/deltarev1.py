@@ -27,7 +27,7 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir.build import C
 from ..ir.types import TTensor, FLOAT
-from .dual_numbers import Reals
+from .dual_numbers import Reals, translation_pipeline, wrapper_pipeline
 from .delta_wrappers import rev_wrapper
 
 REALS = Reals("deltarev1", "delta1", TTensor(1, FLOAT), C("zeroS"),
@@ -36,3 +36,7 @@ REALS = Reals("deltarev1", "delta1", TTensor(1, FLOAT), C("zeroS"),
 
 def wrapper(d: ir.Def) -> ir.Def:
     return rev_wrapper(d, "deltarev1", "delta1", "delta1Inputs", "delta1Gradient")
+
+
+TRANSLATION = translation_pipeline(REALS)
+PIPELINE = wrapper_pipeline(REALS, wrapper, "Fig. 6, generalised by Fig. 15")

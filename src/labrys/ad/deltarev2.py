@@ -19,7 +19,7 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir.build import C
 from ..ir.types import DELTA
-from .dual_numbers import Reals
+from .dual_numbers import Reals, translation_pipeline, wrapper_pipeline
 from .delta_wrappers import rev_wrapper
 
 REALS = Reals("deltarev2", "delta2", DELTA, C("Zero"),
@@ -28,3 +28,7 @@ REALS = Reals("deltarev2", "delta2", DELTA, C("Zero"),
 
 def wrapper(d: ir.Def) -> ir.Def:
     return rev_wrapper(d, "deltarev2", "delta2", "delta2Inputs", "delta2Gradient")
+
+
+TRANSLATION = translation_pipeline(REALS)
+PIPELINE = wrapper_pipeline(REALS, wrapper, "Fig. 8, generalised by Fig. 15")

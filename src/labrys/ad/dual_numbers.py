@@ -4,7 +4,7 @@ deltarev (seed 004, Krawiec et al.; guide: spec/seed-004-delta.md §1–4):
     Γ ⊢ e : A   ↦   D[Γ] ⊢ D[e] : D[A]        D[Float] = (Tuple Float image)
 
 and D maps Integer/Bool/String to themselves, and ×, +, →, Vec homomorphically
-(``types.tangent.dual_type``).  Fig. 3 (forward), Fig. 5 (D1), Fig. 7 (D2) and
+(:func:`.dual_types.dual_type`).  Fig. 3 (forward), Fig. 5 (D1), Fig. 7 (D2) and
 Fig. 9 (D) are one translation that differs only at the reals — a literal and
 a primitive — which :class:`Reals` describes.  Every other construct maps to
 itself with its parts translated; the cases below are in Fig. 3's order.
@@ -26,7 +26,7 @@ already reduced to build/index and scalar primitives (:mod:`.scalarise`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from ..errors import LabrysError
@@ -36,16 +36,16 @@ from ..ir.names import DerivedName, erase_types
 from ..ir.traverse import FreshNames, substitute
 from ..ir.types import FLOAT, INTEGER, TLam, TSum, TTensor, TTuple, Type
 from ..opt.simplify import is_zero, simplify
-from ..prelude import Primitive, lookup
-from ..prelude.registry import args_of
+from ..types.primitives import Primitive, lookup
+from ..types.primitives import args_of
 from ..types.checker import Functions, check_expr
-from ..types.tangent import dual_type, is_constant_tangent, tangent_type
+from ..types.tangent import is_constant_tangent, tangent_type
 from ..util.deep import deep
-from .dual_types import constant, primal
+from ..opt.anf import rename_apart, spread_arguments
+from .dual_types import constant, dual_type, primal
+from .pipeline import ORIGINAL, Pass, Work
+from .scalarise import scalarise
 
-# Primitives that only move values around: they take and give D-values unchanged.
-STRUCTURAL = {"index", "size", "build", "fold", "ifold", "map", "Vec_init", "constVec", "unzip", "dup",
-              "elim", "$trace", "$inline", "$copydown", "checkpoint"}
 
 
 @dataclass(frozen=True)
@@ -79,8 +79,9 @@ def unsupported(reals: Reals, what: str, e: ir.Expr) -> LabrysError:
 
 
 class Translation:
-    def __init__(self, reals: Reals, functions: Functions, fresh: FreshNames) -> None:
+    def __init__(self, reals: Reals, functions: Functions, fresh: FreshNames, partials: dict) -> None:
         self.reals, self.functions, self.fresh = reals, functions, fresh
+        self.partials_made = partials  # (primitive, argument types, outputs) -> ∂_i f_j, per program
 
     def type(self, t: Type) -> Type:
         return dual_type(t, self.reals.image)
@@ -132,9 +133,9 @@ class Translation:
         s, t = e.arg.type, e.type
         if prim.name == "Vec_init" and not isinstance(s, TTuple):  # one element: (Vec_init x) of a
             return C("constVec", ir.Const(1, INTEGER), self.expr(e.arg))  # dual pair would read as two
-        if prim.name in STRUCTURAL:
+        if prim.structural:
             return ir.Call(e.func, self.expr(e.arg), span=e.span)
-        if prim.rules.get("nondiff") or is_constant_tangent(t):
+        if prim.nondiff or is_constant_tangent(t):
             v = self.fresh("v")
             image, zero = self.reals.image, self.reals.zero
             inner = ir.Call(e.func, primal(V(v), s, image, self.fresh, e.span), span=e.span)
@@ -177,7 +178,7 @@ class Translation:
                     binds.append((xs[-1].name, part))
                 us.append(None)
         y = self.fresh("y")
-        partials = self.partials(prim, arg_types, len(outs), xs)
+        partials = self.partials(prim, arg_types, len(outs), xs, V(y))
         duals = []
         for j, out in enumerate(partials):
             yj = get(j + 1, len(outs), V(y)) if len(outs) > 1 else V(y)
@@ -189,10 +190,14 @@ class Translation:
             body = let(binder, rhs, body)
         return body
 
-    def partials(self, prim: Primitive, arg_types: tuple[Type, ...], n_out: int, xs: list[ir.Expr]):
-        """∂_i f_j(x) at the arguments xs (None where structurally zero: no Scale 0)."""
-        table = _partials(prim.name, arg_types, n_out, self.functions)
-        sub = {f"x{k}": x for k, x in enumerate(xs)}
+    def partials(self, prim: Primitive, arg_types: tuple[Type, ...], n_out: int, xs: list[ir.Expr],
+                 y: ir.Expr):
+        """∂_i f_j(x) at the arguments xs and result y (None where structurally zero: no Scale 0)."""
+        key = (prim.name, arg_types, n_out)
+        if key not in self.partials_made:
+            self.partials_made[key] = _partials(prim, arg_types, n_out, self.functions)
+        table = self.partials_made[key]
+        sub = {f"x{k}": x for k, x in enumerate(xs)} | {"y": y}
         return [[None if d is None else substitute(d, sub) for d in row] for row in table]
 
     # --- Note [Hand-written derivatives] --------------------------------------------
@@ -270,35 +275,66 @@ def _fill(t: Type, parts: dict, leaf, source: ir.Expr | None = None, here: tuple
     return leaf() if leaf is not None else _at(source, here)
 
 
-_PARTIALS: dict[tuple, list[list]] = {}
-
-
-def _partials(name: str, arg_types: tuple[Type, ...], n_out: int, functions: Functions) -> list[list]:
-    """∂_i f_j in the variables x0, x1, …: the fwd rule at one-hot tangents, simplified
-    (made once per primitive and argument types)."""
-    key = (name, arg_types, n_out)
-    if key not in _PARTIALS:
-        prim = lookup(name)
-        xs = tuple(ir.Var(f"x{k}", type=t) for k, t in enumerate(arg_types))
-        env = {x.name: t for x, t in zip(xs, arg_types)}
-        out: list[list] = [[None] * len(xs) for _ in range(n_out)]
-        for i, a in enumerate(arg_types):
-            if a != FLOAT:
-                continue
-            dargs = tuple(ir.Const(1.0 if k == i else 0.0, FLOAT) if t == FLOAT else ir.Tuple(())
-                          for k, t in enumerate(arg_types))
-            column = simplify(check_expr(prim.rules["fwd"](xs, dargs, arg_types), functions, env))
-            for j in range(n_out):
-                d = simplify(check_expr(get(j + 1, n_out, column), functions, env)) if n_out > 1 else column
-                out[j][i] = None if is_zero(d) else d
-        _PARTIALS[key] = out
-    return _PARTIALS[key]
+def _partials(prim: Primitive, arg_types: tuple[Type, ...], n_out: int, functions: Functions) -> list[list]:
+    """∂_i f_j in the variables x0, x1, … and the result y: the fwd rule at one-hot
+    tangents, simplified."""
+    xs = tuple(ir.Var(f"x{k}", type=t) for k, t in enumerate(arg_types))
+    result_type = prim.typeof(TTuple(arg_types) if len(arg_types) > 1 else arg_types[0])
+    env = {**{x.name: t for x, t in zip(xs, arg_types)}, "y": result_type}
+    out: list[list] = [[None] * len(xs) for _ in range(n_out)]
+    for i, a in enumerate(arg_types):
+        if a != FLOAT:
+            continue
+        dargs = tuple(ir.Const(1.0 if k == i else 0.0, FLOAT) if t == FLOAT else ir.Tuple(())
+                      for k, t in enumerate(arg_types))
+        column = simplify(check_expr(prim.rules["fwd"](xs, dargs, arg_types, V("y")), functions, env))
+        for j in range(n_out):
+            d = simplify(check_expr(get(j + 1, n_out, column), functions, env)) if n_out > 1 else column
+            out[j][i] = None if is_zero(d) else d
+    return out
 
 
 @deep
-def translate_def(d: ir.Def, reals: Reals, functions: Functions, fresh: FreshNames) -> ir.Def:
+def translate_def(d: ir.Def, reals: Reals, functions: Functions, fresh: FreshNames, partials: dict) -> ir.Def:
     """``[derivation f] = D[body of f]``, untyped (the caller type-checks it)."""
-    tr = Translation(reals, functions, fresh)
+    tr = Translation(reals, functions, fresh, partials)
     params = tuple(ir.Param(p.name, tr.type(p.type), span=p.span) for p in d.params)
     name = DerivedName(reals.derivation, erase_types(d.name))
     return ir.Def(name, tr.type(d.ret), params, tr.expr(d.body), span=d.span)
+
+
+# --- the pipelines: the translation [image f], and an algorithm's wrapper ------------
+
+
+def translation_pipeline(reals: Reals) -> tuple[Pass, ...]:
+    def apart(d: ir.Def, work: Work) -> ir.Def:  # the final simplify floats lets: no binder may shadow another
+        return _with_body(d, rename_apart(spread_arguments(d.body, work.fresh), work.fresh))
+
+    def translate(d: ir.Def, work: Work) -> ir.Def:
+        return translate_def(d, reals, work.functions, work.fresh, work.generator.memo.setdefault("partials", {}))
+
+    def optimise(d: ir.Def, work: Work) -> ir.Def:
+        return _with_body(d, simplify(d.body))
+
+    name = f"[{reals.derivation} f]"
+    return (Pass("apart", "Binders renamed apart", apart),
+            Pass("scalarise", "Vector arithmetic as build, index and ifold (§10.2)",
+                 lambda d, work: scalarise(d, work.fresh, work.functions)),
+            Pass("translate", f"Translated: {name}", translate),
+            Pass("optimise", f"Optimised: {name}", optimise))
+
+
+def wrapper_pipeline(reals: Reals, wrapper: Callable[[ir.Def], ir.Def], figure: str) -> tuple[Pass, ...]:
+    """The wrapper [algorithm f] calls [image f]; the translation's stages are shown before it."""
+    views = tuple(replace(p, view=True) for p in translation_pipeline(reals))
+    return (*views, Pass("wrapper", f"The wrapper [{reals.algorithm} f] ({figure})",
+                         lambda d, work: wrapper(d), source=ORIGINAL))
+
+
+def _with_body(d: ir.Def, body: ir.Expr) -> ir.Def:
+    return ir.Def(d.name, d.ret, d.params, body, span=d.span)
+
+
+def translation_signature(reals: Reals):
+    """[image f] : D[S] → D[T]."""
+    return lambda s, t: (dual_type(s, reals.image), dual_type(t, reals.image))

@@ -1,5 +1,6 @@
-"""Type-directed IR for dual-number values (seed 004 §11, Fig. 15): the primal of
-a dual value, its derivative part, and a constant lifted to a dual value.
+"""The dual-number type map of Krawiec et al. (Figs 3, 5, 7, 9), and type-directed
+IR for dual-number values (§11, Fig. 15): the primal of a dual value, its
+derivative part, and a constant lifted to a dual value.
 
 Each walks one value by its *source-language* type ``t`` (a dual type alone is
 ambiguous: ``(Tuple Float Float)`` may be a Float's dual or a pair of Floats)
@@ -11,12 +12,32 @@ from typing import Callable
 
 from ..errors import LabrysError, Span
 from ..ir import nodes as ir
-from ..ir.build import C, V, get, lam, let, tup, zero_tangent
+from ..ir.build import C, V, get, lam, let, tup
+from ..types.tangent import zero_tangent
 from ..ir.traverse import FreshNames
 from ..ir.types import FLOAT, TLam, TSum, TTensor, TTuple, Type, has_function
-from ..types.tangent import dual_type, is_constant_tangent, tangent_type
+from ..ir.types import TLM
+from ..types.tangent import is_constant_tangent, tangent_type
 
 TypeMap = Callable[[Type], Type]
+
+
+def dual_type(t: Type, image: Type) -> Type:
+    """D[t]: every Float becomes ``(Tuple Float image)``, leaves stay, and ×, +, →,
+    Vec are mapped homomorphically; ``image`` is what one algorithm pairs a real with."""
+    match t:
+        case TTuple(elems):
+            return TTuple(tuple(dual_type(e, image) for e in elems))
+        case TTensor(rank, elem):
+            return TTensor(rank, dual_type(elem, image))
+        case TSum(a, b):
+            return TSum(dual_type(a, image), dual_type(b, image))
+        case TLam(a, b):
+            return TLam(dual_type(a, image), dual_type(b, image))
+        case TLM():
+            raise ValueError(f"a linear map {t} has no dual-number type")
+    return TTuple((FLOAT, image)) if t == FLOAT else t
+
 
 
 def primal(e: ir.Expr, t: Type, image: Type, fresh: FreshNames, span: Span | None) -> ir.Expr:

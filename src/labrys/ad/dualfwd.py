@@ -18,7 +18,7 @@ from ..ir.names import DerivedName, erase_types
 from ..ir.traverse import FreshNames
 from ..ir.types import FLOAT
 from ..types.tangent import tangent_type
-from .dual_numbers import Reals
+from .dual_numbers import Reals, translation_pipeline, wrapper_pipeline
 from .dual_types import derivative_part, require_first_order
 
 REALS = Reals("dualfwd", "dual", FLOAT, ir.Const(0.0, FLOAT),
@@ -34,4 +34,5 @@ def wrapper(d: ir.Def) -> ir.Def:
     return ir.Def(DerivedName("dualfwd", erase_types(d.name)), tangent_type(t), params, body, span=d.span)
 
 
-
+TRANSLATION = translation_pipeline(REALS)
+PIPELINE = wrapper_pipeline(REALS, wrapper, "Fig. 4, generalised by Fig. 15")

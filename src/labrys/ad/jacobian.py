@@ -20,10 +20,10 @@ from ..ir.build import C, V, get, lam, let
 from ..ir.names import DerivedName, Name, erase_types
 from ..ir.traverse import FreshNames
 from ..ir.types import INTEGER, TLM, Type
-from ..prelude import lookup
+from ..types.primitives import lookup
 from ..types.tangent import is_constant_tangent, tangent_type
 
-STRUCTURAL = {"build", "sumbuild", "fold", "map", "ifold"}
+LOOPS = {"build", "sumbuild", "fold", "map", "ifold"}  # Knossos's own rules for loops: :meth:`Nabla.loop`
 
 
 def unsupported(what: str, e: ir.Expr, algorithm: str = "Knossos AD") -> LabrysError:
@@ -117,9 +117,9 @@ class Nabla:
 
     def call(self, e: ir.Call, f: Name, arg: ir.Expr, env: dict[str, str]) -> ir.Expr:
         prim = lookup(f)
-        if prim is not None and prim.name in STRUCTURAL:
+        if prim is not None and prim.name in LOOPS:
             return self.loop(e, prim.name, arg, env)
-        if prim is not None and prim.rules.get("nondiff"):
+        if prim is not None and prim.nondiff:
             return self.zero(e)
         if prim is not None and "fwd" not in prim.rules:
             raise unsupported(f"the primitive '{prim.name}' (it has no derivative rule)", e)

@@ -1,27 +1,41 @@
-"""K1 derivations ``D``, ``fwd``, ``rev`` of seed 000 Fig. 6:
+"""K1 and K2 of the AD map: the derivations ``D``, ``fwd``, ``rev`` of Ellis et
+al.'s working notes (Fig. 6, §6.1, §6.2) and their tupled forms ``Dt``,
+``fwdt`` (Figs 7–8), as pipelines of passes:
 
     f : S -> T               (def f T (x : S) e)
     [D f]   : S -> LM dS dT  = let ∂x = 1 in ∇⟦e⟧
     [fwd f] : (S, dS) -> dT  = [D f](x) ⊙ dx    pushed through (Fig. 4, §6.1)
     [rev f] : (S, dT) -> dS  = dr ⊙ᴿ [D f](x)   let-transposed (Fig. 5, §6.2)
 
-Each is a def in the same IR, optimised (``opt.simplify``) so that no
-linear map is left in ``fwd``/``rev``; :func:`stages` exposes every
-intermediate program for the pipeline view.
+Each is a def in the same IR, optimised (``opt.simplify``) so that no linear
+map is left in ``fwd``/``rev``.  The stage titles are those of the 2019 notes'
+Demo; its optimised and transposed Jacobians are view stages (Note [Pass
+driver] in labrys.ad.pipeline), shown by ``labrys show --stages`` but not on
+the path to the derivative, which transposes the Jacobian let by let.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ..ir import nodes as ir
-from ..ir.build import V, tup, zero_tangent
+from ..errors import LabrysError
+from ..ir.build import C, V, tup
+from ..types.tangent import zero_tangent
 from ..ir.names import DerivedName, Name, erase_types
-from ..ir.traverse import FreshNames, all_names
-from ..ir.types import TLM, TTuple
-from ..opt.anf import anf, hoist_loop_invariants, rename_apart, spread_arguments
+from ..ir.traverse import FreshNames, all_names, nodes
+from ..ir.types import TLM, TTuple, Type
+from ..opt.anf import anf, desugar_map, hoist_loop_invariants, rename_apart, spread_arguments
+from ..opt.cse import cse
+from ..opt.inline import inline_calls
+from ..opt.lm_laws import optimise_lm
+from ..opt.rules import apply_rules
+from ..opt.simplify import contains_linear_map, simplify
+from ..types.checker import Signature, check_def
+from ..types.primitives import Primitive, lookup
 from ..types.tangent import tangent_type
 from .jacobian import Nabla, param_lms
 from .linear import Transposer, spread, wrap
+from .pipeline import Pass, Work
 
 
 @dataclass
@@ -30,12 +44,6 @@ class Prepared:
 
     d: ir.Def
     fresh: FreshNames
-
-
-def prepare(d: ir.Def, bind_tail: bool = False) -> Prepared:
-    fresh = FreshNames(all_names(d.body) | {p.name for p in d.params})
-    body = hoist_loop_invariants(anf(rename_apart(spread_arguments(d.body, fresh), fresh), fresh, bind_tail))
-    return Prepared(ir.Def(d.name, d.ret, d.params, body, span=d.span), fresh)
 
 
 def _witness(params: tuple[ir.Param, ...]) -> ir.Expr:
@@ -66,13 +74,13 @@ def _strip_param_lms(body: ir.Expr, n: int) -> ir.Expr:
     return body
 
 
-def forward(d: ir.Def, typed_jacobian: ir.Def, fresh: FreshNames, tupled: bool = True,
-            nabla: Nabla | None = None, hand_written: frozenset = frozenset()) -> ir.Def:
+def forward(d: ir.Def, typed_jacobian: ir.Def, fresh: FreshNames, nabla: Nabla, tupled: bool = True,
+            tupled_result: bool = False, hand_written: frozenset = frozenset()) -> ir.Def:
     """[fwd f](x, dx) = [D f](x) ⊙ dx, every ∂-let applied to dx (§6.1).
 
     ``tupled`` (Fig. 8 with rule (CP), the default): a callee g is called once,
     as [fwdt g], for its value and tangent together; otherwise g(a) and
-    [fwd g](a, da) are separate calls.  With ``nabla`` given, the result is the
+    [fwd g](a, da) are separate calls.  With ``tupled_result``, the result is the
     tupled [fwdt f] : (S, dS) -> (T, dT)."""
     params, n = d.params, len(d.params)
     s, ds = _io_params(d, fresh, "d")
@@ -85,9 +93,9 @@ def forward(d: ir.Def, typed_jacobian: ir.Def, fresh: FreshNames, tupled: bool =
     lm_params = _param_lm_names(typed_jacobian.body, n)
     for lm, dx in zip(lm_params, dxs if n > 1 else [ds.name]):
         env[lm] = dx
-    t = Transposer(fresh, V(ds.name), tupled, hand_written)
+    t = Transposer(fresh, nabla.primal, V(ds.name), tupled, hand_written)
     body = _strip_param_lms(typed_jacobian.body, n)
-    if nabla is not None:
+    if tupled_result:
         result = t.apply_tail(body, env, out, nabla.primal)
         ret = TTuple((d.ret, tangent_type(d.ret)))
         return ir.Def(derived_name("fwdt", d.name), ret, (s, ds), wrap(out, result), span=d.span)
@@ -122,7 +130,7 @@ def reverse(d: ir.Def, typed_jacobian: ir.Def, nabla: Nabla, fresh: FreshNames) 
     if n > 1:
         out.append((tuple(p.name for p in params), V(s.name)))
     acc: dict[str, list] = {}
-    t = Transposer(fresh)
+    t = Transposer(fresh, nabla.primal)
     t.reverse(_strip_param_lms(typed_jacobian.body, n), V(dr.name), acc, nabla.primal, out)
     grads = []
     for p, lm in zip(params, _param_lm_names(typed_jacobian.body, n)):
@@ -152,4 +160,138 @@ def _param_lm_names(body: ir.Expr, n: int) -> list[str]:
     return names
 
 
-__all__ = ["prepare", "jacobian", "forward", "reverse", "spread"]
+# --- the passes ---------------------------------------------------------------
+
+
+def _anf_pass(bind_tail: bool) -> Pass:
+    def run(d: ir.Def, work: Work) -> ir.Def:
+        d = check_def(_with_body(d, desugar_map(d.body, work.fresh)), work.functions)
+        body = anf(rename_apart(spread_arguments(d.body, work.fresh), work.fresh), work.fresh, bind_tail)
+        work.notes["anf"] = out = _with_body(d, hoist_loop_invariants(body))
+        return out
+    return Pass("anf", "Anf-ised original definition", run)
+
+
+def _jacobian_pass(d: ir.Def, work: Work) -> ir.Def:
+    jac, work.notes["nabla"] = jacobian(Prepared(d, work.fresh))
+    return jac
+
+
+def _forward_pass(tupled_result: bool) -> Pass:
+    def run(jac: ir.Def, work: Work) -> ir.Def:
+        return forward(work.notes["anf"], jac, work.fresh, work.notes["nabla"], work.strategy != "plain",
+                       tupled_result, work.generator.hand_written_fwd)
+    title = "Tupled forward derivative (unoptimised)" if tupled_result else "Forward derivative (unoptimised)"
+    return Pass("forward", title, run)
+
+
+def _reverse_pass(jac: ir.Def, work: Work) -> ir.Def:
+    return reverse(work.notes["anf"], jac, work.notes["nabla"], work.fresh)
+
+
+def _tupled_jacobian_pass(jac: ir.Def, work: Work) -> ir.Def:
+    return tupled_jacobian(work.notes["anf"], jac, work.notes["nabla"])
+
+
+def _optimise(d: ir.Def, work: Work) -> ir.Def:
+    """Simplify, inline small leaf callees' derivatives, then the program's own rules."""
+    body = simplify(inline_calls(simplify(d.body), lambda call: _leaf_callee(call, work)))
+    if work.generator.rules:
+        typed = check_def(_with_body(d, body), work.functions)
+        body = simplify(apply_rules(typed.body, work.generator.rules))
+    if contains_linear_map(body):
+        raise LabrysError(f"internal: a linear map survived in {d.name}", d.span)
+    return _with_body(d, body)
+
+
+def _leaf_callee(call: ir.Call, work: Work) -> ir.Def | None:
+    """The generated derivative a call runs, when it is small enough to inline: the
+    derivative of a leaf of the call graph (AD-MAP: a call of a non-leaf g stays a
+    call of g's derivative; hand-written derivatives, primitives and recursion stay calls)."""
+    if call.func.derivation not in ("fwd", "rev", "fwdt"):
+        return None
+    gen = work.generator
+    sig = work.functions.resolve(call.func, call.arg.type)
+    if not isinstance(sig, Signature) or not isinstance(sig.decl, ir.Gdef):
+        return None
+    base = gen.base_of(sig)
+    if isinstance(base, Primitive) or (call.func.derivation, id(base)) in gen.in_progress:
+        return None
+    if not isinstance(base.decl, ir.Def) or not calls_only_primitives(gen.checked.typed(base.decl)):
+        return None
+    return gen.derive(call.func.derivation, base).d
+
+
+def calls_only_primitives(d: ir.Def) -> bool:
+    """True when d's body calls no user function (a leaf of the call graph)."""
+    return not any(isinstance(x, ir.Call) and lookup(x.func) is None for x in nodes(d.body))
+
+
+def _cse(d: ir.Def, work: Work) -> ir.Def:
+    return _with_body(d, simplify(cse(anf(d.body))))
+
+
+def _with_body(d: ir.Def, body: ir.Expr) -> ir.Def:
+    return ir.Def(d.name, d.ret, d.params, body, span=d.span)
+
+
+# Views: the 2019 Demo's optimised and transposed Jacobians.
+
+def _witness_of(d: ir.Def) -> ir.Expr:
+    return _witness(d.params)
+
+
+def _jacobian_optimised(jac: ir.Def, work: Work) -> ir.Def:
+    return _with_body(jac, simplify(optimise_lm(jac.body, _witness_of(jac))))
+
+
+def _transposed(jac: ir.Def, work: Work) -> ir.Def:
+    r_type = TLM(jac.ret.dst, jac.ret.src)
+    return ir.Def(derived_name("R", jac.name.base), r_type, jac.params, C("lmTranspose", jac.body), span=jac.span)
+
+
+def _transposed_optimised(r: ir.Def, work: Work) -> ir.Def:
+    return _with_body(r, simplify(optimise_lm(r.body, _witness_of(r))))
+
+
+ANF, ANF_TAIL = _anf_pass(False), _anf_pass(True)
+JACOBIAN = Pass("jacobian", "The full Jacobian (unoptimised)", _jacobian_pass)
+JACOBIAN_VIEWS = (Pass("jacobian-optimised", "The full Jacobian (optimised)", _jacobian_optimised, view=True),)
+TRANSPOSED_VIEWS = (Pass("transposed", "Transposed Jacobian", _transposed, view=True),
+                    Pass("transposed-optimised", "Optimised transposed Jacobian", _transposed_optimised, view=True))
+
+
+def _finish(mode: str) -> tuple[Pass, ...]:
+    return (Pass("optimise", f"{mode} derivative (optimised)", _optimise),
+            Pass("cse", f"{mode} derivative (CSE'd)", _cse))
+
+
+D_PIPELINE = (ANF, JACOBIAN, *JACOBIAN_VIEWS)
+DT_PIPELINE = (ANF_TAIL, JACOBIAN, Pass("tupled", "Tupled Jacobian (Fig. 7)", _tupled_jacobian_pass))
+FWD_PIPELINE = (ANF, JACOBIAN, *JACOBIAN_VIEWS, _forward_pass(False), *_finish("Forward-mode"))
+FWDT_PIPELINE = (ANF_TAIL, JACOBIAN, _forward_pass(True), *_finish("Tupled forward-mode"))
+REV_PIPELINE = (ANF, JACOBIAN, *JACOBIAN_VIEWS, *TRANSPOSED_VIEWS,
+                Pass("reverse", "Reverse-mode derivative (unoptimised)", _reverse_pass, source="jacobian"),
+                *_finish("Reverse-mode"))
+
+
+
+# --- the type maps: [d f] for f : S -> T (LANGUAGE.md §3) ----------------------
+
+def fwd_signature(s: Type, t: Type) -> tuple[Type, Type]:
+    return TTuple((s, tangent_type(s))), tangent_type(t)
+
+
+def rev_signature(s: Type, t: Type) -> tuple[Type, Type]:
+    return TTuple((s, tangent_type(t))), tangent_type(s)
+
+
+def jacobian_signature(s: Type, t: Type) -> tuple[Type, Type]:
+    return s, TLM(tangent_type(s), tangent_type(t))
+
+
+def tupled(signature):
+    def tupled_signature(s: Type, t: Type) -> tuple[Type, Type]:
+        arg, res = signature(s, t)
+        return arg, TTuple((t, res))
+    return tupled_signature

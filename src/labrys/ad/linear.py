@@ -20,13 +20,14 @@ from __future__ import annotations
 
 from ..errors import LabrysError
 from ..ir import nodes as ir
-from ..ir.build import C, V, get, is_atom, lam, tup, zero_tangent
+from ..ir.build import C, V, get, is_atom, lam, tup
+from ..types.tangent import zero_tangent
 from ..ir.names import DerivedName, erase_types
 from ..ir.traverse import FreshNames
 from ..ir.types import INTEGER, TLM, TTuple
 from ..opt.anf import rename_apart
 from ..types.tangent import tangent_type
-from ..prelude import lookup
+from ..types.primitives import lookup
 from ..types.tangent import is_constant_tangent
 
 Out = list  # of (binder, rhs): a let-chain under construction
@@ -61,10 +62,19 @@ def renamed_witnesses(witness: dict[str, ir.Expr], log: dict[str, str]) -> dict[
 class Transposer:
     """Apply/reverse-apply for the linear maps of one function."""
 
-    def __init__(self, fresh: FreshNames, ds: ir.Expr | None = None, tupled: bool = False,
-                 hand_written: frozenset = frozenset()) -> None:
+    def __init__(self, fresh: FreshNames, witness: dict[str, ir.Expr], ds: ir.Expr | None = None,
+                 tupled: bool = False, hand_written: frozenset = frozenset()) -> None:
         self.fresh, self.ds, self.tupled = fresh, ds, tupled
+        self.witness = witness  # ∂x ↦ the primal x (∇'s record)
         self.hand_written = hand_written  # functions whose [fwd g] the user wrote: call it, not [fwdt g]
+        self.results: dict[int, ir.Expr] = {}  # id of a [D p](a) node ↦ the variable holding p(a)
+
+    def note_result(self, binder: str, rhs: ir.Expr, witness: dict[str, ir.Expr]) -> None:
+        """``∂y = [D p](a) ∘ ∂a``: p's rule may use y, the result (Note [Derivative rules])."""
+        if isinstance(rhs, ir.Call) and rhs.func == "lmCompose" and binder in witness:
+            jac = rhs.arg.elems[0]
+            if isinstance(jac, ir.Call) and isinstance(jac.func, DerivedName):
+                self.results[id(jac)] = witness[binder]
 
     def bind(self, e: ir.Expr, out: Out, hint: str = "t") -> ir.Expr:
         if is_atom(e):
@@ -90,11 +100,12 @@ class Transposer:
         arg = jac.arg
         args = arg.elems if isinstance(arg, ir.Tuple) else (arg,)
         types = tuple(a.type for a in args)
+        y = self.results.get(id(jac)) or self.bind(ir.Call(prim.name, arg), out, "y")
         if reverse:
-            parts = prim.rules["rev"](args, v, types)
+            parts = prim.rules["rev"](args, v, types, y)
             return parts[0] if len(args) == 1 else tup(*parts)
         dargs = spread(v, len(args), out, self.fresh) if len(args) != 1 else (v,)
-        return prim.rules["fwd"](args, dargs, types)
+        return prim.rules["fwd"](args, dargs, types, y)
 
     # --- forward: M ⊙ v, v = None meaning the input tangent ds (Fig. 4) ----
     def apply(self, m: ir.Expr, v: ir.Expr | None, env: dict[str, str], out: Out) -> ir.Expr:
@@ -156,6 +167,7 @@ class Transposer:
         """Emit one let of a Jacobian body for the forward pass; return what follows it.
         ``∂y = M`` becomes ``dy = M ⊙ ds``; a primal let is kept, or tupled with its ∂-let."""
         if isinstance(m.rhs.type, TLM):
+            self.note_result(m.binder, m.rhs, self.witness)
             env[m.binder] = dx = self.fresh("d" + m.binder.lstrip("∂").split("$")[0])
             out.append((dx, self.apply(m.rhs, None, env, out)))
             return m.body
@@ -273,6 +285,7 @@ class Transposer:
                 if not is_constant_tangent(witness[name].type):
                     acc.setdefault(name, []).append(r)
             case ir.Let(binder, rhs, body) if isinstance(rhs.type, TLM):
+                self.note_result(binder, rhs, witness)
                 self.reverse(body, r, acc, witness, out)
                 terms = acc.pop(binder, [])
                 if terms:

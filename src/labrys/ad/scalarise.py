@@ -21,15 +21,13 @@ from ..ir.build import C, V, get, if_, index_type, lam, let, tup
 from ..ir.traverse import FreshNames, children, nodes, rebuild
 from ..ir.types import FLOAT, INTEGER, TTensor, TTuple, Type
 from ..opt.anf import rename_apart
-from ..prelude import lookup
+from ..types.primitives import lookup
 from ..types.checker import Functions, check_def
 from ..types.tangent import is_constant_tangent
 from ..util.deep import deep
 
-ELEMENTWISE = {"add", "sub", "mul", "div", "neg", "exp", "log", "sin", "cos", "tan", "sqrt", "tanh",
-               "sinh", "cosh", "erf", "lgamma", "digamma", "pow", "abs", "max", "min", "ts_add", "ts_scale",
-               "ts_neg"}
-SCALAR_OF = {"ts_add": "add", "ts_scale": "mul", "ts_neg": "neg"}
+# This pass's own rules (in :meth:`_Scalarise.reduction`) for primitives that are not
+# elementwise or not only elementwise; the elementwise ones say so in their entry.
 REDUCTIONS = {"sum", "sumbuild", "dot", "ts_dot", "max", "min", "deltaVec", "setAt", "mul"}
 
 
@@ -47,12 +45,12 @@ _MAX_ROUNDS = 16  # each round peels one level of nesting (a Vec of Vecs needs t
 
 def _needs_rewrite(e: ir.Call) -> bool:
     p = lookup(e.func)
-    if p is None or p.name not in ELEMENTWISE | REDUCTIONS or e.type is None:
+    if p is None or (p.elementwise is None and p.name not in REDUCTIONS) or e.type is None:
         return False
     types = _arg_types(e)
     if is_constant_tangent(e.type) and all(is_constant_tangent(t) for t in types):
         return False  # Integer arithmetic: no reals involved
-    return p.name in REDUCTIONS and not (p.name in ELEMENTWISE and _all_scalar(types, e.type)) \
+    return p.name in REDUCTIONS and not (p.elementwise and _all_scalar(types, e.type)) \
         or not _all_scalar(types, e.type)
 
 
@@ -78,15 +76,16 @@ class _Scalarise:
         return out
 
     def call(self, e: ir.Call, arg: ir.Expr) -> ir.Expr:
-        name, res = lookup(e.func).name, e.type
+        prim, res = lookup(e.func), e.type
+        name = prim.name
         if name == "sum" and _is_build(arg):  # (sum (build n f)) is (sumbuild n f): no vector made
             n, f = arg.arg.elems
             return self.sum_of(n, f.var, f.body, res)
         types = _arg_types(e)
         binds, args = self.atoms(arg, len(types))
-        if name in ELEMENTWISE and all(t == res or t in (FLOAT, INTEGER) for t in types) \
+        if prim.elementwise and all(t == res or t in (FLOAT, INTEGER) for t in types) \
                 and not (name in ("max", "min") and len(types) == 1):
-            out = self.elementwise(SCALAR_OF.get(name, name), args, types, res)
+            out = self.elementwise(prim.elementwise, args, types, res)
         else:
             out = self.reduction(name, e, args, types)
         for b, rhs in reversed(binds):

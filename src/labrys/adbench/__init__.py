@@ -12,7 +12,8 @@ import numpy as np
 
 from ..api import Module, load
 from ..errors import LabrysError
-from ..verify import ALGORITHMS, Algorithm
+from ..ad import REGISTRY
+from ..ad.derivation import Derivation
 
 PROBLEMS = ("gmm", "lstm", "ba", "hand")
 
@@ -65,16 +66,15 @@ def timed(seconds: dict[str, float], name: str, fn, *args):
     return value
 
 
-def algorithm(derivation: str, kinds: tuple[str, ...] = ("fwd", "rev")) -> Algorithm:
-    """The calling convention of --deriv NAME: a Jacobian takes fwd- or rev-like
-    derivations, a gradient (kinds=("rev",)) only rev-like ones."""
-    known = [a for a in ALGORITHMS if a.kind in kinds]
-    for a in known:
-        if a.derivation == derivation:
-            return a
-    what = "a gradient needs a reverse derivation" if kinds == ("rev",) else \
+def algorithm(derivation: str, directions: tuple[str, ...] = ("forward", "reverse")) -> Derivation:
+    """The registered derivation --deriv NAME: a Jacobian takes forward- or reverse-like
+    derivations, a gradient (directions=("reverse",)) only reverse-like ones."""
+    known = [n for d in directions for n in REGISTRY.names(d)]
+    if derivation in known:
+        return REGISTRY.get(derivation)
+    what = "a gradient needs a reverse derivation" if directions == ("reverse",) else \
         "a Jacobian needs a forward or reverse derivation"
-    raise LabrysError(f"--deriv: {what} ({', '.join(a.derivation for a in known)}), not '{derivation}'")
+    raise LabrysError(f"--deriv: {what} ({', '.join(known)}), not '{derivation}'")
 
 
 def program(problem: str, backend: str | None = None) -> Module:
@@ -110,7 +110,7 @@ def run_gmm(path: str | Path, derivation: str = "rev", seed: int = 0, backend: s
     m = program("gmm", backend)
     args = data.arguments()
     objective = m.gmm_objective(*args)
-    back = m.derive(algorithm(derivation, ("rev",)).derivation, "gmm_objective")
+    back = m.derive(algorithm(derivation, ("reverse",)).name, "gmm_objective")
     _, d_alphas, d_means, d_icf, _ = back(args, 1.0)
     gradient = np.concatenate([np.ravel(d_alphas), np.ravel(np.array(d_means)), np.ravel(np.array(d_icf))])
     sizes = np.cumsum([data.alphas.size, data.means.size])
@@ -162,7 +162,7 @@ def run_lstm(path: str | Path, derivation: str = "rev", seed: int = 0, backend: 
     m = program("lstm", backend)
     args = data.arguments()
     objective = m.lstm_objective(*args)
-    d_main, d_extra, _, _ = m.derive(algorithm(derivation, ("rev",)).derivation, "lstm_objective")(args, 1.0)
+    d_main, d_extra, _, _ = m.derive(algorithm(derivation, ("reverse",)).name, "lstm_objective")(args, 1.0)
     gradient = np.concatenate([np.ravel(np.array(d_main)), np.ravel(np.array(d_extra))])
 
     def at(t: float, v: np.ndarray) -> float:

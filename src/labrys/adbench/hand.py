@@ -95,15 +95,15 @@ def hand_jacobian(module: Module, data: HandInput, derivation: str = "fwd") -> n
     fwd is the default; rev wins only below about 8 points (test.txt: 1.2 M
     against 4.5 M)."""
     alg = algorithm(derivation)
-    derived = module.derive(alg.derivation, "hand_objective")
+    derived = module.derive(alg.name, "hand_objective")
     args = data.arguments()
     ntheta, nrows = data.theta.size, 3 * data.points.shape[0]
     primal_type = derived.d.arg_type.elems[0]
     zero = to_python(zero_tangent_of(from_python(args, primal_type)))[1:]  # the model's: not differentiated
 
     def run() -> np.ndarray:
-        if alg.kind == "fwd":
-            columns = [alg.pick(derived(args, (e,) + zero)) for e in np.eye(ntheta)]
+        if alg.convention.direction == "forward":
+            columns = [alg.convention.tangent(derived(args, (e,) + zero)) for e in np.eye(ntheta)]
             return np.array([np.ravel(np.array(c, dtype=float)) for c in columns]).T
         rows = [derived(args, list(e.reshape(-1, 3)))[0] for e in np.eye(nrows)]
         return np.array(rows, dtype=float)

@@ -9,6 +9,9 @@ compiled   generated Python with explicit loops compiled by Numba; a function
 
 ``compiled`` is the default; ``$LABRYS_BACKEND`` changes the default (the
 test suite sets ``interp``).  See docs/backends.md.
+
+A backend knows nothing of AD: it asks its :class:`Definitions` for the def a
+function runs, generated or written (Note [Link step] in labrys.ad.link).
 """
 from __future__ import annotations
 
@@ -21,6 +24,11 @@ from ..types.checker import CheckedProgram, Signature
 
 BACKENDS = ("interp", "python", "compiled")
 DEFAULT = "compiled"
+
+
+class Definitions(Protocol):
+    def definition(self, sig: Signature) -> ir.Def | None:
+        """The typed def the function ``sig`` runs; None for an edef."""
 
 
 class Backend(Protocol):
@@ -43,7 +51,7 @@ def default_backend() -> str:
     return os.environ.get("LABRYS_BACKEND") or DEFAULT
 
 
-def make_backend(name: str | None, checked: CheckedProgram, externals: dict, derived: Any) -> Backend:
+def make_backend(name: str | None, checked: CheckedProgram, externals: dict, definitions: Definitions) -> Backend:
     name = name or default_backend()
     if name == "interp":
         from .interp import Interpreter as cls
@@ -53,4 +61,4 @@ def make_backend(name: str | None, checked: CheckedProgram, externals: dict, der
         from .compiled import CompiledBackend as cls
     else:
         raise LabrysError(f"unknown backend '{name}'; choose one of {', '.join(BACKENDS)}")
-    return cls(checked, externals, derived)
+    return cls(checked, externals, definitions)

@@ -4,8 +4,8 @@ Each typed function body is compiled once into nested Python closures over
 a frame (a list of slots fixed at compile time): variables become slot reads,
 primitives are specialised to their static argument types, let-chains run as
 a loop.  Lambdas are flat closures that copy their free variables.  Every
-primitive call adds its cost to the op-count meter
-(:data:`labrys.prelude.registry.METER`).
+primitive call adds its cost to the op-count meter of the run-time context
+(Note [Run-time context] in labrys.context).
 """
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from ..errors import LabrysError, Span
 from ..ir import nodes as ir
 from ..ir.names import Name, show_name
 from ..ir.traverse import free_vars
-from ..prelude import Primitive
-from ..prelude.registry import METER
+from ..context import current
+from ..types.primitives import Primitive
 from ..types.checker import CheckedProgram, Signature
 from ..util.deep import deep
 from ..values import Inj, PrimError
@@ -49,17 +49,17 @@ class Slots:
 
 class Interpreter:
     """Runs a checked program; ``externals`` implement edef'd functions and
-    ``derived`` (an :class:`labrys.ad.Derivations`) makes derived functions."""
+    ``definitions`` gives the def of every function, derived ones included."""
 
     name = "interp"
     compile_seconds = 0.0
 
     def __init__(self, checked: CheckedProgram, externals: dict[Any, Callable] | None = None,
-                 derived: Any = None) -> None:
+                 definitions: Any = None) -> None:
         self.checked = checked
         self.functions = checked.functions
         self.externals = externals if externals is not None else {}
-        self.derived = derived
+        self.definitions = definitions
         self.cells: dict[int, list] = {}
 
     def reset(self) -> None:
@@ -83,14 +83,20 @@ class Interpreter:
         return first_call
 
     def compile_function(self, sig: Signature) -> Callable[[Any], Any]:
-        d = sig.decl
-        if isinstance(d, ir.Def):
-            return self.compile_def(self.checked.typed(d))
-        if isinstance(d, ir.Edef):
+        d = self.definition(sig)
+        if d is None:
             return self.external(sig) or missing_edef(sig, None)
-        if self.derived is None:
-            raise LabrysError(f"{show_name(sig.name)}: derived functions need a labrys.Module", d.span)
-        return self.derived.function_for(sig, self.compile_def)
+        return self.compile_def(d)
+
+    def definition(self, sig: Signature) -> ir.Def | None:
+        """The typed def ``sig`` runs (None: an edef)."""
+        if isinstance(sig.decl, ir.Def):
+            return self.checked.typed(sig.decl)
+        if isinstance(sig.decl, ir.Edef):
+            return None
+        if self.definitions is None:
+            raise LabrysError(f"{show_name(sig.name)}: derived functions need a labrys.Module", sig.decl.span)
+        return self.definitions.definition(sig)
 
     def external(self, sig: Signature) -> Callable | None:
         return self.externals.get(sig.name)
@@ -244,7 +250,6 @@ def missing_edef(sig: Signature, span: Span | None) -> Callable:
 
 def _prim_call(prim: Primitive, impl: Callable, arg: Code, span: Span | None) -> Code:
     ops = prim.ops
-    meter = METER
 
     def run(fr):
         a = arg(fr)
@@ -253,6 +258,6 @@ def _prim_call(prim: Primitive, impl: Callable, arg: Code, span: Span | None) ->
         except PrimError as exc:
             raise LabrysError(f"{prim.name}: {exc}" if not str(exc).startswith(prim.name) else str(exc),
                               span) from None
-        meter.ops += ops(r, a)
+        current().ops += ops(r, a)
         return r
     return run

@@ -14,17 +14,15 @@ construct and its position, and the def runs on the ``python`` backend.
 """
 from __future__ import annotations
 
-import math
 
 from ..errors import Span
 from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.traverse import FreshNames, all_names, nodes
-from ..ad import ALGORITHMS, primitive_rule_def
 from ..opt.anf import desugar_map
 from ..ir.types import BOOL, FLOAT, INTEGER, TTensor, TTuple, Type
 from ..types.checker import Signature, check_def
-from ..prelude import Primitive
+from ..types.primitives import Primitive
 from .numba_tangents import SparseSum, TangentMixin, rebuild
 from .pysource import Emitter, Function, PyModuleSource
 
@@ -40,9 +38,6 @@ DECORATOR = '@_njit(cache=_cache, error_model="numpy")'  # _cache and the helper
 BUILTINS_USED = {"float", "range", "abs", "AssertionError", "IndexError", "ValueError", "ZeroDivisionError"}
 MAX_LOOPS = 12  # CPython allows 20 statically nested blocks
 MAX_STATEMENTS = 2000  # Numba's compile time grows faster than linearly with function size
-_ARITH = {"add": "+", "sub": "-", "mul": "*"}
-_CMP = {"lt": "<", "gt": ">", "lte": "<=", "gte": ">=", "eq": "==", "ne": "!="}
-_MATH = {"exp", "log", "sin", "cos", "tan", "tanh", "sinh", "cosh", "sqrt"}
 
 
 class Unsupported(Exception):
@@ -127,17 +122,10 @@ class NumbaModuleSource(PyModuleSource):
 
     def definition(self, sig: Signature, span: Span | None) -> ir.Def:
         """The typed def a call runs: the program's, or the generated derived one."""
-        if isinstance(sig.decl, ir.Def):
-            return self.hooks.checked.typed(sig.decl)
-        derived = self.hooks.derived
-        deriv = sig.name.derivation if isinstance(sig.decl, ir.Gdef) else None
-        if deriv is not None and derived is not None:  # as Derivations.function_for
-            base = derived.base_of(sig)
-            if isinstance(base, Primitive) and deriv != "D":
-                return primitive_rule_def(deriv, base, sig.primal, self.hooks.functions)
-            if not isinstance(base, Primitive) and deriv in ALGORITHMS:
-                return derived.derive(deriv, base).d
-        raise Unsupported(f"call of {show_name(sig.name)} (an edef, or a linear map [D p])", span)
+        d = self.hooks.definition(sig)
+        if d is None:
+            raise Unsupported(f"call of {show_name(sig.name)} (an edef)", span)
+        return d
 
     def text(self) -> str:
         size = sum(len(fn.lines) for fn in self.functions)
@@ -221,7 +209,7 @@ class LoopEmitter(TangentMixin, Emitter):
         xs = [self.atom(a) for a in args]
         if name == "sum" and (_float_tensor(types[0]) or types[0] == TTensor(1, INTEGER)) and types[0].rank == 1:
             return self.sum(t, xs[0], types[0].elem)
-        code = _primitive(name, types, xs, e.type)
+        code = _primitive(target, types, xs, e.type)
         if code is None:
             raise Unsupported(f"primitive {name} on {arg.type}", e.span)
         self.emit(f"{t} = {code}")
@@ -305,61 +293,19 @@ _WHAT = {ir.Lam: "lambda", ir.App: "call of a function value", ir.Inj: "sum-type
          ir.Case: "case", ir.FnRef: "function reference (fn NAME)"}
 
 
-def _primitive(name: str, types: list[Type], xs: list[str], result: Type) -> str | None:
+# Note [Compiled primitives]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A primitive's code for Numba is a fact of its entry (``Primitive.numba``):
+# given the argument atoms as Python source and their types, the expression
+# to emit, or None where it has none (the def then runs on the python
+# backend, with a note).  The loops (build, sumbuild, fold, sum) and the
+# tangent operations are this generator's own rules (:meth:`LoopEmitter.call`,
+# :mod:`.numba_tangents`) because they emit statements, not an expression.
+
+def _primitive(prim: Primitive, types: list[Type], xs: list[str], result: Type) -> str | None:
     """Numba code for a primitive call on atoms ``xs`` of ``types``, or None."""
-    if not all(representable(t) for t in types) or not representable(result):
+    if prim.numba is None or not all(representable(t) for t in types) or not representable(result):
         return None
-    if name == "index":
-        i, v = xs
-        rank = types[1].rank
-        if rank == 1:
-            return f"{v}[_checkindex({i}, {v}.shape[0])]"
-        checked = ", ".join(f"_checkindex({i}[{k}], {v}.shape[{k}])" for k in range(rank))
-        return f"{v}[{checked}]"
-    if any(isinstance(t, TTuple) for t in types):
+    if prim.name != "index" and any(isinstance(t, TTuple) for t in types):
         return None
-    tensors = [t for t in types if isinstance(t, TTensor)]
-    if name in _ARITH or name == "div":
-        a, b = xs
-        if name == "div" and types == [INTEGER, INTEGER]:
-            return f"_idiv({a}, {b})"
-        op = _ARITH.get(name, "/")
-        if len(tensors) == 2:
-            return f"{a} {op} _shaped({b}, {a})"
-        return f"{a} {op} {b}"
-    if name == "neg":
-        return f"-{xs[0]}"
-    if name in _MATH:
-        return f"_np.{name}({xs[0]})"
-    if name in _CMP and not tensors:
-        return f"{xs[0]} {_CMP[name]} {xs[1]}"
-    if name in ("and", "or"):
-        return f"{xs[0]} {name} {xs[1]}"
-    if name == "not":
-        return f"not {xs[0]}"
-    if name in ("imax", "imin"):
-        return f"_argextremum({xs[0]}, {name == 'imax'})"
-    if name in ("max", "min") and types == [TTensor(1, FLOAT)]:
-        return f"_extremum({xs[0]}, {name == 'max'})"
-    if name in ("max", "min") and not tensors:  # as the interpreter: NaN wins
-        a, b = xs
-        return f"{a} if {a} {'>=' if name == 'max' else '<='} {b} or {a} != {a} else {b}"
-    if name in ("lgamma", "erf") and not tensors:
-        return f"_math.{name}({xs[0]})"
-    if name == "pi":
-        return repr(math.pi)
-    if name == "pow" and not tensors:
-        return f"{xs[0]} ** float({xs[1]})"
-    if name == "to_float":
-        return f"float({xs[0]})"
-    if name == "bool_to_float":
-        return f"1.0 if {xs[0]} else 0.0"
-    if name == "abs" and not tensors:
-        return f"abs({xs[0]})"
-    if name == "size" and types[0].rank == 1:
-        return f"{xs[0]}.shape[0]"
-    if name == "size":
-        return f"{xs[0]}.shape"
-    if name == "constVec" and types[0] == INTEGER and types[1] == FLOAT:
-        return f"_np.full({xs[0]}, {xs[1]})"
-    return None
+    return prim.numba(xs, types, result)

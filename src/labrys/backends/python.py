@@ -4,7 +4,7 @@ and run on the interpreter's value representation, so it accepts every
 program the interpreter does and gives the same results.
 
 It shares the interpreter's function table (one lazily filled cell per
-signature, the ``derived`` hook for derived functions, ``externals`` for
+signature, the ``definitions`` of derived functions, ``externals`` for
 edefs); only :meth:`compile_def` differs.  Primitive calls are not metered
 (the op-count meter is the interpreter's business: ``labrys cost``).
 """

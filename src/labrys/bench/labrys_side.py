@@ -23,11 +23,11 @@ def available_backends() -> list[str]:
 
 
 def reverse_derivations() -> list[tuple[str, Callable[[Any], Any]]]:
-    """(derivation name, how to read its result) for every reverse algorithm in
-    ``labrys.verify.ALGORITHMS``."""
-    from ..verify import ALGORITHMS
+    """(derivation name, how to read its result) for every implemented reverse
+    derivation of the registry."""
+    from ..ad import REGISTRY
 
-    return [(a.derivation, a.pick) for a in ALGORITHMS if a.kind == "rev"]
+    return [(name, REGISTRY.get(name).convention.tangent) for name in REGISTRY.names("reverse")]
 
 
 def load_module(program: LabrysProgram, backend: str) -> Module:

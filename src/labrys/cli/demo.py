@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import sys
 
-from ..api import grad, load
+from ..ad import REGISTRY
+from ..api import load
+from ..transforms import grad
 from .show import highlight
 from ..values import format_value
 
@@ -28,10 +30,12 @@ def run_demo(source: str, backend: str | None = None) -> int:
     print(f"labrys.grad(module.dot)([1, 2], [3, 4]) = {format_value(grad(module.dot)([1.0, 2.0], [3.0, 4.0]))}")
     _rule("the derivative program [rev sqnorm], generated and optimised")
     highlight(module.derive("rev", "sqnorm").source)
-    _rule("the same gradient by every reverse algorithm (seed 004 beside Knossos)")
-    for method in ("rev", "deltarev1", "deltarev2", "deltarev"):
-        print(f"labrys.grad(module.f, method={method!r:12}) = {format_value(grad(module.f, method)(1.5, 0.5))}")
-    _rule("seed 004's monadic translation [delta sqnorm] (labrys show FILE sqnorm --deriv deltarev)")
+    _rule("the same gradient by every reverse algorithm (labrys algorithms lists them)")
+    for method in REGISTRY.names("reverse"):
+        entry = REGISTRY.get(method)
+        print(f"labrys.grad(module.f, method={method!r:12}) = {format_value(grad(module.f, method)(1.5, 0.5))}"
+              f"   {entry.paper.short()}")
+    _rule("Krawiec et al.'s monadic translation [delta sqnorm] (labrys show FILE sqnorm --deriv deltarev)")
     highlight(module.derive("delta", "sqnorm").source)
     print("\nNext: labrys show FILE FN --stages   (every stage of the AD pipeline)")
     return 0

@@ -14,6 +14,7 @@ import time
 from importlib import resources
 from typing import Any, Iterator, Sequence
 
+from ..ad import REGISTRY
 from ..backends import BACKENDS, DEFAULT
 from ..api import Function, Module, evaluate_typed, load
 from ..errors import LabrysError
@@ -122,14 +123,21 @@ def cmd_fmt(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from .show import show
 
-    return show(args.file, args.fn, args.stages, args.deriv, not args.unoptimised)
+    return show(args.file, args.fn, args.stages, args.deriv, not args.unoptimised, args.timings)
+
+
+def cmd_algorithms(args: argparse.Namespace) -> int:
+    from .show import algorithms_table
+
+    print(algorithms_table(args.json))
+    return 0
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from ..verify import ALGORITHMS, verify
+    from ..verify import algorithms, verify
 
     rows = verify(load(args.file, backend=args.backend), args.fn, trials=args.trials, tol=args.tol)
-    names = [a.name for a in ALGORITHMS] + ["agree"]
+    names = [a.name for a in algorithms()] + ["agree"]
     if args.json:
         print(json.dumps([{"function": r.function,
                            **{n: {"ok": c.ok, "max_rel_error": c.error, "detail": c.detail}
@@ -255,16 +263,27 @@ def build_parser() -> argparse.ArgumentParser:
     fmt.add_argument("--check", action="store_true", help="exit 1 if the file is not in canonical layout")
     fmt.set_defaults(handler=cmd_fmt)
 
-    show = sub.add_parser("show", help="print a derived function, or the whole AD pipeline, as .ks",
-                          description="Print the derived function [DERIV FN] as .ks; with --stages, the twelve "
-                                      "stages of the Knossos pipeline (seed 002's Demo).")
+    show = sub.add_parser("show", help="print a derived function, or the passes that make it, as .ks",
+                          description="Print the derived function [DERIV FN] as .ks, after the generated functions "
+                                      "it calls; with --stages, the program after every pass of DERIV's pipeline "
+                                      "(without --deriv: the twelve stages of the 2019 Knossos notes' Demo, "
+                                      "forward and reverse mode).")
     show.add_argument("file", metavar="FILE")
     show.add_argument("fn", metavar="FN", help="the function, e.g. f or '[f Float]'")
-    show.add_argument("--stages", action="store_true", help="print every stage: Jacobian, fwd, rev, CSE")
-    show.add_argument("--deriv", default="rev", metavar="NAME",
-                      help="derivation to print: D, fwd, rev, Dt, fwdt, dualfwd, deltarev1, deltarev2, deltarev")
+    show.add_argument("--stages", action="store_true", help="print the program after every pass")
+    show.add_argument("--deriv", metavar="NAME",
+                      help=f"the derivation (default rev): {', '.join(REGISTRY.names(internal=True))} "
+                           "(labrys algorithms lists them)")
     show.add_argument("--unoptimised", action="store_true", help="print the derivation before optimisation")
+    show.add_argument("--timings", action="store_true", help="with --stages: the time each pass took")
     show.set_defaults(handler=cmd_show)
+
+    algs = sub.add_parser("algorithms", help="list every AD algorithm: paper, calling convention, status",
+                          description="Every registered derivation: its name, the paper and figure it implements, "
+                                      "how [NAME f] is called, the programs it accepts, and whether it is "
+                                      "implemented yet.")
+    algs.add_argument("--json", action="store_true", help="machine-readable output")
+    algs.set_defaults(handler=cmd_algorithms)
 
     verify = sub.add_parser("verify", help="check derivatives against finite differences and each other",
                             description="For every function (or FN): each derivation against central finite "

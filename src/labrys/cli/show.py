@@ -1,10 +1,14 @@
-"""``labrys show``: derived programs as `.ks`, and the pipeline view."""
+"""``labrys show`` (derived programs as `.ks`, pass by pass) and ``labrys algorithms``."""
 from __future__ import annotations
 
+import json
 import sys
 
+from ..ad import REGISTRY
 from ..api import load
 from ..syntax.printer import show_decl
+
+DEMO = ("fwd", "rev")  # the 2019 Knossos notes' Demo: the stages of both, shared ones once
 
 
 def highlight(text: str) -> None:
@@ -24,16 +28,39 @@ def rule(title: str) -> None:
     print("-" * 72)
 
 
-def show(path: str, fn: str, stages: bool, derivation: str, optimise: bool) -> int:
+def show(path: str, fn: str, stages: bool, derivation: str | None, optimise: bool, timings: bool = False) -> int:
     module = load(path, backend="interp")
-    if stages:
-        from ..ad.stages import pipeline
-
-        for title, d in pipeline(module.derivations, module.derive("rev", fn).sig):
-            rule(title)
-            highlight(show_decl(d))
+    if not stages:
+        highlight(module.derive(derivation or "rev", fn, optimise=optimise).source)
         return 0
-    derived = module.derive(derivation, fn, optimise=optimise)
-    highlight(derived.source)
+    sig = module.derive(derivation or "rev", fn).sig
+    shown: set[str] = set()
+    for name in (derivation,) if derivation else DEMO:
+        for stage in module.derivations.derive(name, sig, views=True).stages:
+            if stage.title in shown:
+                continue
+            shown.add(stage.title)
+            rule(stage.title + (f"   [{stage.seconds * 1e3:.1f} ms]" if timings else ""))
+            highlight(show_decl(stage.d))
     return 0
 
+
+def algorithms_table(as_json: bool = False) -> str:
+    rows = [{"name": d.name, "paper": f"{d.paper.cite()}, {d.paper.title}", "where": d.where,
+             "convention": f"{d.convention.name}: {d.convention.shape}", "language": d.language,
+             "status": d.status, "backend": ("compiled" if d.compiled else "python") if d.implemented else "",
+             "summary": d.summary, "internal": d.internal} for d in REGISTRY]
+    if as_json:
+        return json.dumps(rows, indent=2, ensure_ascii=False)
+    cols = [("name", "name"), ("status", "status"), ("convention", "called"), ("language", "accepts"),
+            ("where", "where")]
+    lines, family = [], None
+    widths = {k: max(len(h), *(len(r[k]) for r in rows)) for k, h in cols}
+    header = "  ".join(h.ljust(widths[k]) for k, h in cols).rstrip()
+    for d, r in zip(REGISTRY, rows):
+        if d.family != family:
+            family = d.family
+            lines += ["", f"{d.paper.cite()}: {d.paper.title}", header]
+        lines.append("  ".join(r[k].ljust(widths[k]) for k, _ in cols).rstrip()
+                     + ("   (internal step)" if d.internal else ""))
+    return "\n".join(lines).lstrip("\n")

@@ -47,14 +47,3 @@ def index_type(t: TTensor) -> Type:
 def is_atom(e: Expr) -> bool:
     """Variables, constants and the unit ``(tuple)``: free to duplicate."""
     return isinstance(e, (Var, Const)) or isinstance(e, Tuple) and not e.elems
-
-
-def zero_tangent(x: Expr, t: Type) -> Expr:
-    """The zero tangent of ``x : t``: a constant where ``dT(t)`` holds no Float."""
-    from ..types.tangent import is_constant_tangent, tangent_type
-
-    return _unit_value(tangent_type(t)) if is_constant_tangent(t) else C("ts_zero", x)
-
-
-def _unit_value(t: Type) -> Expr:
-    return Tuple(tuple(_unit_value(e) for e in t.elems))

@@ -12,6 +12,7 @@ from ..ir import nodes as ir
 from ..ir.build import is_atom
 from ..ir.traverse import FreshNames, all_names, children, map_bottom_up, rebuild
 from ..ir.types import INTEGER, TTuple
+from ..types.primitives import lookup
 from ..util.deep import deep
 
 
@@ -199,7 +200,6 @@ def desugar_map(e: ir.Expr, fresh: FreshNames) -> ir.Expr:
 @deep
 def spread_arguments(e: ir.Expr, fresh: FreshNames) -> ir.Expr:
     """Typed ``e`` with the tuple argument of every spreading primitive call written out."""
-    from ..prelude import lookup  # the prelude's rules import this module
 
     def spread(x: ir.Expr) -> ir.Expr:
         if not isinstance(x, ir.Call) or isinstance(x.arg, ir.Tuple) or not isinstance(x.arg.type, TTuple):

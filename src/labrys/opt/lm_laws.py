@@ -16,7 +16,7 @@ from ..ir.build import C
 from ..ir.names import DerivedName
 from ..ir.traverse import map_bottom_up, size, substitute
 from ..ir.types import FLOAT, TLM, TTuple
-from ..prelude import lookup
+from ..types.primitives import lookup
 from ..util.deep import deep
 from .simplify import variable_uses
 

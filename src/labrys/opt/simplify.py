@@ -16,13 +16,10 @@ from collections import Counter
 from ..ir import nodes as ir
 from ..ir.build import is_atom
 from ..ir.traverse import children, nodes, rebuild
-from ..ir.types import FLOAT, TTuple
-from ..prelude import lookup
+from ..ir.types import FLOAT, TLM, TTuple
+from ..types.primitives import lookup
 from ..util.deep import deep
 
-IMPURE = {"print", "pr", "$trace", "$check", "$BENCH", "deltaLet"}  # deltaLet: Note [The monad as the tape]
-FOLDABLE = {"add", "sub", "mul", "div", "neg", "exp", "log", "sin", "cos", "sqrt", "tanh", "to_float",
-            "eq", "ne", "lt", "gt", "lte", "gte", "and", "or", "not", "max", "min", "pow", "abs"}
 
 
 def is_zero(e: ir.Expr) -> bool:
@@ -38,7 +35,13 @@ def is_zero(e: ir.Expr) -> bool:
 
 
 def is_pure(e: ir.Expr) -> bool:
-    return not any(isinstance(x, ir.Assert) or isinstance(x, ir.Call) and x.func in IMPURE for x in nodes(e))
+    """No assert and no call of an impure primitive (print, deltaLet: the primitive's entry says)."""
+    return not any(isinstance(x, ir.Assert) or isinstance(x, ir.Call) and _impure(x.func) for x in nodes(e))
+
+
+def _impure(f: object) -> bool:
+    prim = lookup(f)
+    return prim is not None and prim.impure
 
 
 def variable_uses(e: ir.Expr) -> Counter:
@@ -199,7 +202,7 @@ def _rewrite_call(e: ir.Call, f: str, arg: ir.Expr) -> ir.Expr:
             return ir.Let(body.var, a[0], body.body, type=e.type)
     if f == "sum" and isinstance(a[0], ir.Call) and a[0].func == "build":
         return ir.Call("sumbuild", a[0].arg, type=e.type)  # V2
-    if f in FOLDABLE and all(isinstance(x, ir.Const) for x in a):
+    if all(isinstance(x, ir.Const) for x in a) and (p := lookup(f)) is not None and p.foldable:
         return _fold_constants(e, f, a)
     return e
 
@@ -234,8 +237,6 @@ def simplify(e: ir.Expr, rounds: int = 8) -> ir.Expr:
 
 def contains_linear_map(e: ir.Expr) -> bool:
     """True when any node of ``e`` has a linear-map type (after checking)."""
-    from ..ir.types import TLM
-
     return any(isinstance(x.type, TLM) or isinstance(x, ir.Call) and isinstance(x.func, str)
                and x.func.startswith("lm") for x in nodes(e))
 

@@ -13,7 +13,7 @@ from ..ir.build import C, UNIT, get
 from ..ir.nodes import Expr, Tuple, const
 from ..types.tangent import is_constant_tangent
 from ..values import PrimError, dense, make_vec, numel
-from .registry import args_of, primitive, spread
+from ..types.primitives import args_of, primitive, spread
 
 Op2 = Callable[[Any, Any], Any]
 
@@ -128,26 +128,27 @@ def _float_tensor(t: Type) -> bool:
 def componentwise(rule: Callable) -> Callable:
     """A binary fwd/rev rule extended to tuples component by component, with
     unit tangents for Integer parts (elementwise ``mul`` on (Float, Integer) tuples)."""
-    def fwd(a, d, t):
+    def fwd(a, d, t, y):
         if isinstance(t[0], TTuple) and t[0] == t[1]:
             n = len(t[0].elems)
             return Tuple(tuple(fwd((get(k, n, a[0]), get(k, n, a[1])), (get(k, n, d[0]), get(k, n, d[1])),
-                                   (e, e)) for k, e in enumerate(t[0].elems, 1)))
-        return UNIT if t[0] == t[1] and is_constant_tangent(t[0]) else rule(a, d, t)
+                                   (e, e), get(k, n, y)) for k, e in enumerate(t[0].elems, 1)))
+        return UNIT if t[0] == t[1] and is_constant_tangent(t[0]) else rule(a, d, t, y)
     return fwd
 
 
 def componentwise_rev(rule: Callable) -> Callable:
-    def rev(a, r, t):
+    def rev(a, r, t, y):
         if isinstance(t[0], TTuple) and t[0] == t[1]:
             n = len(t[0].elems)
-            parts = [rev((get(k, n, a[0]), get(k, n, a[1])), get(k, n, r), (e, e)) for k, e in enumerate(t[0].elems, 1)]
+            parts = [rev((get(k, n, a[0]), get(k, n, a[1])), get(k, n, r), (e, e), get(k, n, y))
+                     for k, e in enumerate(t[0].elems, 1)]
             return Tuple(tuple(p[0] for p in parts)), Tuple(tuple(p[1] for p in parts))
-        return (UNIT, UNIT) if t[0] == t[1] and is_constant_tangent(t[0]) else rule(a, r, t)
+        return (UNIT, UNIT) if t[0] == t[1] and is_constant_tangent(t[0]) else rule(a, r, t, y)
     return rev
 
 
-def _binary(name: str, op: Op2, array: Op2, doc: str, on_int: Op2 | None = None, **rules: Any) -> None:
+def _binary(name: str, op: Op2, array: Op2, doc: str, on_int: Op2 | None = None, **facts: Any) -> None:
     def scalar(t: Type) -> Op2:
         return (on_int or op) if t == INTEGER else op
 
@@ -158,7 +159,22 @@ def _binary(name: str, op: Op2, array: Op2, doc: str, on_int: Op2 | None = None,
         return spread(lift2(name, a, scalar, array))
 
     primitive(name, _elementwise_type, impl, doc + " A Tensor N Float and a Float: the Float is applied to every element.",
-              **rules)
+              foldable=True, elementwise=name, **facts)
+
+
+def _infix(op: str) -> Callable:
+    """Numba code for a binary operator: on scalars, or two tensors of one shape, or
+    a tensor and a Float (Note [Compiled primitives] in labrys.backends.numba_source)."""
+    def lower(xs: list[str], types: list[Type], result: Type) -> str:
+        a, b = xs
+        if all(isinstance(t, TTensor) for t in types):
+            return f"{a} {op} _shaped({b}, {a})"
+        return f"{a} {op} {b}"
+    return lower
+
+
+def _lower_div(xs: list[str], types: list[Type], result: Type) -> str:
+    return f"_idiv({xs[0]}, {xs[1]})" if types == [INTEGER, INTEGER] else _infix("/")(xs, types, result)
 
 
 def unbroadcast(r: Expr, t: Type, result: tuple[Type, ...]) -> Expr:
@@ -168,30 +184,30 @@ def unbroadcast(r: Expr, t: Type, result: tuple[Type, ...]) -> Expr:
 
 
 _binary("add", operator.add, np.add, "Sum; elementwise on tensors and tuples.",
-        lambda a, b: wrap64(a + b),
+        lambda a, b: wrap64(a + b), numba=_infix("+"),
         jacobian=lambda a: C("lmHCat", C("lmOne", a[0]), C("lmOne", a[1])),
-        fwd=lambda a, d, t: C("add", *d),
-        rev=lambda a, r, t: (unbroadcast(r, t[0], t), unbroadcast(r, t[1], t)))
+        fwd=lambda a, d, t, y: C("add", *d),
+        rev=lambda a, r, t, y: (unbroadcast(r, t[0], t), unbroadcast(r, t[1], t)))
 _binary("sub", operator.sub, np.subtract, "Difference; elementwise on tensors and tuples.",
-        lambda a, b: wrap64(a - b),
+        lambda a, b: wrap64(a - b), numba=_infix("-"),
         jacobian=lambda a: C("lmHCat", C("lmOne", a[0]), C("lmScale", a[1], const(-1.0))),
-        fwd=lambda a, d, t: C("sub", *d),
-        rev=lambda a, r, t: (unbroadcast(r, t[0], t), unbroadcast(C("neg", r), t[1], t)))
+        fwd=lambda a, d, t, y: C("sub", *d),
+        rev=lambda a, r, t, y: (unbroadcast(r, t[0], t), unbroadcast(C("neg", r), t[1], t)))
 
 
-def _div_fwd(a, d, t):
+def _div_fwd(a, d, t, res):
     (x, y), (dx, dy) = a, d  # d(x/y) = dx/y - x*dy/y^2
     return C("sub", C("div", dx, y), C("mul", C("div", dy, C("mul", y, y)), x))
 
 
-def _div_rev(a, r, t):
+def _div_rev(a, r, t, res):
     x, y = a
     dx, dy = C("div", r, y), C("neg", C("div", C("mul", x, r), C("mul", y, y)))
     return unbroadcast(dx, t[0], t), unbroadcast(dy, t[1], t)
 
 
 _binary("div", _fdiv, np.divide, "Quotient (Integer: truncating toward zero); elementwise.", _idiv,
-        fwd=componentwise(_div_fwd), rev=componentwise_rev(_div_rev),
+        numba=_lower_div, fwd=componentwise(_div_fwd), rev=componentwise_rev(_div_rev),
         jacobian=lambda a: C("lmHCat", C("lmScale", a[0], C("div", const(1.0), a[1])),
                              C("lmScale", a[1], C("neg", C("div", a[0], C("mul", a[1], a[1]))))))
 
@@ -258,14 +274,14 @@ def _mul_cost(result: Any, arg: Any) -> int:
     return numel(result)
 
 
-def _mul_fwd(a, d, t):
+def _mul_fwd(a, d, t, res):
     (x, y), (dx, dy) = a, d
     if t[1] == INTEGER:
         return C("mul", dx, y)
     return C("add", C("mul", dx, y), C("mul", x, dy))
 
 
-def _mul_rev(a, r, t):
+def _mul_rev(a, r, t, res):
     (x, y), (tx, ty) = a, t
     if ty == INTEGER:
         return C("mul", r, y), UNIT
@@ -282,36 +298,42 @@ def _mul_rev(a, r, t):
 primitive("mul", _mul_type, _mul_impl,
           "Product; elementwise on tensors/tuples; Float times a tensor scales it; "
           "a matrix (Tensor 2 Float or Vec (Vec Float)) times a Vec Float is matrix-vector product.",
-          cost=_mul_cost, fwd=componentwise(_mul_fwd), rev=componentwise_rev(_mul_rev),
+          cost=_mul_cost, foldable=True, elementwise="mul", numba=_infix("*"),
+          fwd=componentwise(_mul_fwd), rev=componentwise_rev(_mul_rev),
           jacobian=lambda a: C("lmHCat", C("lmScale", a[0], a[1]), C("lmScale", a[1], a[0])))
 
 primitive("neg", lambda t: t if is_numeric(t) else None,
           lambda t: lift1(t, lambda x: wrap64(-x) if isinstance(x, int) else -x, np.negative),
-          "Negation; elementwise.",
-          fwd=lambda a, d, t: C("neg", d[0]), rev=lambda a, r, t: (C("neg", r),),
+          "Negation; elementwise.", foldable=True, elementwise="neg", numba=lambda xs, types, res: f"-{xs[0]}",
+          fwd=lambda a, d, t, y: C("neg", d[0]), rev=lambda a, r, t, y: (C("neg", r),),
           jacobian=lambda a: C("lmScale", a[0], const(-1.0)))
 
 
 # --- comparison and logic ---------------------------------------------------
 
-def _compare(name: str, op: Op2, types: tuple[Type, ...]) -> None:
+def _compare(name: str, op: Op2, types: tuple[Type, ...], symbol: str) -> None:
     def typeof(t: Type) -> Type | None:
         ab = args_of(t, 2)
         return BOOL if ab and ab[0] == ab[1] and ab[0] in types else None
 
     primitive(name, typeof, lambda t: spread(op), f"Comparison ({name}) of two {'/'.join(map(str, types))}s.",
-              cost=lambda r, a: 1, nondiff=True)
+              cost=lambda r, a: 1, nondiff=True, foldable=True, numba=_scalar_infix(symbol))
 
 
-def _has_function(t: Type) -> bool:
+def _scalar_infix(symbol: str) -> Callable:
+    return lambda xs, types, res: None if any(isinstance(t, TTensor) for t in types) else \
+        f"{xs[0]} {symbol} {xs[1]}"
+
+
+def is_data(t: Type) -> bool:
+    """Integer/Float/Bool/String, and tuples and tensors of them: no functions, sums
+    or linear maps (values that can be compared, printed and shaped)."""
     match t:
         case TTensor(_, elem):
-            return _has_function(elem)
+            return is_data(elem)
         case TTuple(elems):
-            return any(map(_has_function, elems))
-        case TBase():
-            return False
-    return True
+            return all(map(is_data, elems))
+    return isinstance(t, TBase)
 
 
 def values_equal(a: Any, b: Any) -> bool:
@@ -327,7 +349,7 @@ def values_equal(a: Any, b: Any) -> bool:
 def _equality(name: str, negate: bool) -> None:
     def typeof(t: Type) -> Type | None:
         ab = args_of(t, 2)
-        return BOOL if ab and ab[0] == ab[1] and not _has_function(ab[0]) else None
+        return BOOL if ab and ab[0] == ab[1] and is_data(ab[0]) else None
 
     def impl(t: Type):
         simple = isinstance(t.elems[0], TBase)
@@ -335,13 +357,15 @@ def _equality(name: str, negate: bool) -> None:
         return spread((lambda a, b: not eq(a, b)) if negate else eq)
 
     primitive(name, typeof, impl, f"{'In' if negate else ''}equality of two values of the same type.",
-              cost=lambda r, a: numel(a), nondiff=True)
+              cost=lambda r, a: numel(a), nondiff=True, foldable=True,
+              numba=_scalar_infix("!=" if negate else "=="))
 
 
 _equality("eq", False)
 _equality("ne", True)
-for _name, _op in (("lt", operator.lt), ("gt", operator.gt), ("lte", operator.le), ("gte", operator.ge)):
-    _compare(_name, _op, (FLOAT, INTEGER))
+for _name, _op, _symbol in (("lt", operator.lt, "<"), ("gt", operator.gt, ">"), ("lte", operator.le, "<="),
+                            ("gte", operator.ge, ">=")):
+    _compare(_name, _op, (FLOAT, INTEGER), _symbol)
 
 
 def _logic2(t: Type) -> Type | None:
@@ -349,7 +373,8 @@ def _logic2(t: Type) -> Type | None:
 
 
 primitive("and", _logic2, lambda t: spread(lambda a, b: a and b), "Logical and (both sides evaluated).",
-          nondiff=True)
+          nondiff=True, foldable=True, numba=lambda xs, types, res: f"{xs[0]} and {xs[1]}")
 primitive("or", _logic2, lambda t: spread(lambda a, b: a or b), "Logical or (both sides evaluated).",
-          nondiff=True)
-primitive("not", lambda t: BOOL if t == BOOL else None, lambda t: operator.not_, "Logical not.", nondiff=True)
+          nondiff=True, foldable=True, numba=lambda xs, types, res: f"{xs[0]} or {xs[1]}")
+primitive("not", lambda t: BOOL if t == BOOL else None, lambda t: operator.not_, "Logical not.", nondiff=True,
+          foldable=True, numba=lambda xs, types, res: f"not {xs[0]}")

@@ -10,13 +10,14 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir.types import FLOAT, INTEGER, TBase, TLam, TTensor, TTuple, Type, UNIT
-from ..ir.build import C, zero_tangent
+from ..ir.build import C
+from ..types.tangent import zero_tangent
 from ..ir.nodes import const
 from ..types.tangent import shape_type, tangent_type
 from ..values import dense, format_value, make_vec
-from .arith import _has_function
+from .arith import is_data
 from .tangents import _dot, ts_add_fn
-from .registry import args_of, primitive, spread
+from ..types.primitives import args_of, primitive, spread
 
 
 def _pr_impl(t: Type):
@@ -31,7 +32,7 @@ def _pr_impl(t: Type):
 
 primitive("pr", lambda t: INTEGER, _pr_impl,
           "Older Knossos print: each argument on its own line, '----' between them.", cost=lambda r, a: 0,
-          nondiff=True)
+          nondiff=True, impure=True)
 
 
 def shape_of(t: Type) -> Callable[[Any], Any]:
@@ -45,7 +46,7 @@ def shape_of(t: Type) -> Callable[[Any], Any]:
     return lambda v: ()
 
 
-primitive("shape", lambda t: shape_type(t) if not _has_function(t) else None, shape_of,
+primitive("shape", lambda t: shape_type(t) if is_data(t) else None, shape_of,
           "(shape x): the sizes in x without its values (Knossos).", nondiff=True)
 
 
@@ -60,9 +61,9 @@ def _vec_init_impl(t: Type):
     return lambda x: make_vec(t, [x])
 
 
-primitive("Vec_init", _vec_init_type, _vec_init_impl, "(Vec_init a b c): the vector [a, b, c].",
-          fwd=lambda a, d, t: C("Vec_init", *d),
-          rev=lambda a, r, t: tuple(C("index", const(k), r) for k in range(len(a))))
+primitive("Vec_init", _vec_init_type, _vec_init_impl, "(Vec_init a b c): the vector [a, b, c].", structural=True,
+          fwd=lambda a, d, t, y: C("Vec_init", *d),
+          rev=lambda a, r, t, y: tuple(C("index", const(k), r) for k in range(len(a))))
 
 
 def _ifold_type(t: Type) -> Type | None:
@@ -81,7 +82,8 @@ def _ifold(n, f, acc):
 
 
 primitive("ifold", _ifold_type, lambda t: spread(_ifold),
-          "(ifold n (lam (acc_i : Tuple A Integer) e) acc0): fold over 0 .. n-1.", cost=lambda r, a: 0)
+          "(ifold n (lam (acc_i : Tuple A Integer) e) acc0): fold over 0 .. n-1.", cost=lambda r, a: 0,
+          structural=True)
 
 
 def _check_types(t: Type) -> tuple[Type, Type] | None:
@@ -89,7 +91,7 @@ def _check_types(t: Type) -> tuple[Type, Type] | None:
     if not isinstance(t, TTuple) or len(t.elems) not in (5, 6):
         return None
     f, rev_f, x, *rest = t.elems
-    if not isinstance(f, TLam) or _has_function(f.arg) or _has_function(f.res):
+    if not isinstance(f, TLam) or not is_data(f.arg) or not is_data(f.res):
         return None
     s, r = f.arg, f.res
     ds, dr = tangent_type(s), tangent_type(r)
@@ -132,7 +134,7 @@ def _check_impl(t: Type):
 primitive("$check", lambda t: FLOAT if _check_types(t) else None, _check_impl,
           "($check f rev_f x x' dx df): relative gap |d1-d2|/(|d1|+|d2|) between the finite change "
           "<f(x+dx)-f(x), df> and <rev_f(x', df), dx> (Knossos's derivative check).", cost=lambda r, a: 0,
-          nondiff=True)
+          nondiff=True, impure=True)
 
 
 def _bench(thunk) -> float:
@@ -147,9 +149,9 @@ def _bench(thunk) -> float:
 
 primitive("$BENCH", lambda t: FLOAT if t == TLam(UNIT, FLOAT) else None, lambda t: _bench,
           "($BENCH (lam (_ : (Tuple)) e)): median run time of e in microseconds.", cost=lambda r, a: 0,
-          nondiff=True)
+          nondiff=True, impure=True)
 primitive("checkpoint", lambda t: t, lambda t: lambda x: x, "(checkpoint e) is e: a hint for tools.",
-          cost=lambda r, a: 0, fwd=lambda a, d, t: d[0], rev=lambda a, r, t: (r,))
+          cost=lambda r, a: 0, structural=True, fwd=lambda a, d, t, y: d[0], rev=lambda a, r, t, y: (r,))
 
 
 def _dot_type(t: Type) -> Type | None:
@@ -161,8 +163,8 @@ def _dot_type(t: Type) -> Type | None:
 primitive("dot", _dot_type, lambda t: spread(_dot(t.elems[0])),
           "(dot u v): inner product of two Float tensors (the Knossos runtime's dot).",
           cost=lambda r, a: sum(x.size if isinstance(x, np.ndarray) and x.dtype != object else 1 for x in a),
-          fwd=lambda a, d, t: C("add", C("dot", d[0], a[1]), C("dot", a[0], d[1])),
-          rev=lambda a, r, t: (C("ts_scale", r, a[1]), C("ts_scale", r, a[0])))
+          fwd=lambda a, d, t, y: C("add", C("dot", d[0], a[1]), C("dot", a[0], d[1])),
+          rev=lambda a, r, t, y: (C("ts_scale", r, a[1]), C("ts_scale", r, a[0])))
 
 
 def _set_at_type(t: Type) -> Type | None:
@@ -181,6 +183,6 @@ def _set_at(i, v, x):
 
 primitive("setAt", _set_at_type, lambda t: spread(_set_at),
           "(setAt i v x): a copy of v with x at index i (the Knossos runtime's setAt).",
-          fwd=lambda a, d, t: C("setAt", a[0], d[1], d[2]),
-          rev=lambda a, r, t: (zero_tangent(a[0], t[0]), C("setAt", a[0], r, zero_tangent(a[2], t[2])),
+          fwd=lambda a, d, t, y: C("setAt", a[0], d[1], d[2]),
+          rev=lambda a, r, t, y: (zero_tangent(a[0], t[0]), C("setAt", a[0], r, zero_tangent(a[2], t[2])),
                                C("index", a[0], r)))

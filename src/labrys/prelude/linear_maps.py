@@ -15,7 +15,7 @@ from ..types.tangent import tangent_type
 from ..values import PrimError, _add_value as _add_tangent, dense, make_vec, zero_tangent_of
 from .arith import _scale
 from .tangents import add_fn, zero_tangent_fn
-from .registry import args_of, primitive, spread
+from ..types.primitives import args_of, primitive, spread
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,17 @@ _lm_prim("lmScale", _scale_type,
          lambda t: spread(lambda s, k: LinearMap(lambda dx: _scale(tangent_type(t.elems[0]))(k, dx),
                                                  lambda dr: _scale(tangent_type(t.elems[0]))(k, dr))),
          "(lmScale s k): multiplication by the Float k, on dT(s).")
+
+
+def _make_type(t: Type) -> Type | None:
+    ab = args_of(t, 2)
+    ok = ab and isinstance(ab[0], TLam) and ab[1] == TLam(ab[0].res, ab[0].arg)
+    return TLM(ab[0].arg, ab[0].res) if ok else None
+
+
+_lm_prim("lmMake", _make_type, lambda t: spread(LinearMap),
+         "(lmMake f g): the linear map whose action is the function f and whose transpose's action is g "
+         "(the Jacobian [D p] of a primitive, from its rules).")
 
 
 # composition, sum, transposition

@@ -17,7 +17,8 @@ from ..types.tangent import tangent_type
 from ..values import DeltaVec, PrimError, Sparse, SparseSum, dense, make_vec, numel
 from .arith import is_numeric
 from .tangents import add_fn
-from .registry import METER, args_of, primitive, spread
+from ..context import count
+from ..types.primitives import args_of, primitive, spread
 from .vectors import _indices, _rank_of_size, _shape
 
 
@@ -50,7 +51,8 @@ def _build_impl(t: Type) -> Callable:
 
 
 primitive("build", _build_type, _build_impl,
-          "(build n (lam (i : Integer) e)): the vector [e(0), ..., e(n-1)]; with n an N-tuple, an N-D tensor.")
+          "(build n (lam (i : Integer) e)): the vector [e(0), ..., e(n-1)]; with n an N-tuple, an N-D tensor.",
+          structural=True)
 
 
 def accumulator(t: Type) -> Callable[[Any, Any], Any]:
@@ -102,7 +104,7 @@ def owned(x: Any) -> Any:
 def _sum_items(items, elem: Type, what: str) -> Any:
     acc_add, acc, first = accumulator(elem), None, True
     for x in items:
-        METER.ops += numel(x)
+        count(numel(x))
         if first:
             acc, first = owned(dense(x)), False
         else:
@@ -194,7 +196,7 @@ def _sum_impl(t: Type) -> Callable:
 
 primitive("sum", _sum_type, _sum_impl, "Sum of the elements of a vector (of numbers, vectors or tuples).",
           cost=lambda r, a: numel(a) if not isinstance(a, np.ndarray) or a.dtype != object else 0,
-          fwd=lambda a, d, t: C("sum", d[0]), rev=lambda a, r, t: (C("constVec", C("size", a[0]), r),))
+          fwd=lambda a, d, t, y: C("sum", d[0]), rev=lambda a, r, t, y: (C("constVec", C("size", a[0]), r),))
 
 
 # --- fold / map -------------------------------------------------------------
@@ -216,7 +218,8 @@ def _fold(f, acc, v):
 
 
 primitive("fold", _fold_type, lambda t: spread(_fold),
-          "(fold (lam (acc_x : Tuple A B) e) acc0 v): left fold over v : Vec B.", cost=lambda r, a: 0)
+          "(fold (lam (acc_x : Tuple A B) e) acc0 v): left fold over v : Vec B.", cost=lambda r, a: 0,
+          structural=True)
 
 
 def _map_type(t: Type) -> Type | None:
@@ -236,7 +239,8 @@ def _map_impl(t: Type) -> Callable:
     return spread(map_)
 
 
-primitive("map", _map_type, _map_impl, "(map (lam (x : A) e) v): e applied to every element, any rank.")
+primitive("map", _map_type, _map_impl, "(map (lam (x : A) e) v): e applied to every element, any rank.",
+          structural=True)
 
 
 # --- RFold (seed 000 Fig. 15): the reverse sweep of fold, as one loop ----------

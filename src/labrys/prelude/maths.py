@@ -9,10 +9,11 @@ import numpy as np
 
 from ..ir.types import BOOL, FLOAT, INTEGER, TTensor, TTuple, Type
 from ..values import PrimError, dense
-from ..ir.build import C, ONE, UNIT, ZERO, if_, zero_tangent
+from ..ir.build import C, ONE, UNIT, ZERO, if_
+from ..types.tangent import zero_tangent
 from ..ir.nodes import const
 from .arith import wrap64
-from .registry import args_of, primitive, spread
+from ..types.primitives import args_of, primitive, spread
 
 
 def _ieee(f: Callable[..., float], ufunc: Callable[..., Any]) -> Callable[..., float]:
@@ -63,32 +64,40 @@ def _unary_impl(scalar: Callable[[float], float], name: str):
     return lambda t: scalar if t == FLOAT else on_tensor
 
 
-# d f(x) = f'(x) * dx, elementwise on tensors: the factor f'(x) as IR.
+# d f(x) = f'(x) * dx, elementwise on tensors: the factor f'(x) as IR, from the
+# argument x and the result y (exp, tanh and sqrt reuse their value).
 _SLOPE = {
-    "exp": lambda x: C("exp", x),
-    "log": lambda x: C("div", ONE, x),
-    "sin": lambda x: C("cos", x),
-    "cos": lambda x: C("neg", C("sin", x)),
-    "tan": lambda x: C("div", ONE, C("mul", C("cos", x), C("cos", x))),
-    "tanh": lambda x: C("sub", ONE, C("mul", C("tanh", x), C("tanh", x))),
-    "sinh": lambda x: C("cosh", x),
-    "cosh": lambda x: C("sinh", x),
-    "sqrt": lambda x: C("div", const(0.5), C("sqrt", x)),
-    "erf": lambda x: C("mul", const(2.0 / math.sqrt(math.pi)), C("exp", C("neg", C("mul", x, x)))),
-    "lgamma": lambda x: C("digamma", x),
+    "exp": lambda x, y: y,
+    "log": lambda x, y: C("div", ONE, x),
+    "sin": lambda x, y: C("cos", x),
+    "cos": lambda x, y: C("neg", C("sin", x)),
+    "tan": lambda x, y: C("add", ONE, C("mul", y, y)),
+    "tanh": lambda x, y: C("sub", ONE, C("mul", y, y)),
+    "sinh": lambda x, y: C("cosh", x),
+    "cosh": lambda x, y: C("sinh", x),
+    "sqrt": lambda x, y: C("div", const(0.5), y),
+    "erf": lambda x, y: C("mul", const(2.0 / math.sqrt(math.pi)), C("exp", C("neg", C("mul", x, x)))),
+    "lgamma": lambda x, y: C("digamma", x),
 }
 
 
 def _slope_rules(name: str) -> dict:
     slope = _SLOPE[name]
-    return dict(fwd=lambda a, d, t: C("mul", slope(a[0]), d[0]),
-                rev=lambda a, r, t: (C("mul", slope(a[0]), r),),
-                jacobian=lambda a: C("lmScale", a[0], slope(a[0])))
+    return dict(fwd=lambda a, d, t, y: C("mul", slope(a[0], y), d[0]),
+                rev=lambda a, r, t, y: (C("mul", slope(a[0], y), r),),
+                jacobian=lambda a: C("lmScale", a[0], slope(a[0], C(name, a[0]))))
+
+
+def _lower_unary(name: str):
+    if name in _UFUNC:
+        return lambda xs, types, res: f"_np.{name}({xs[0]})"
+    return lambda xs, types, res: None if isinstance(types[0], TTensor) else f"_math.{name}({xs[0]})"
 
 
 for _name, _f in _UNARY.items():
-    primitive(_name, _unary_type, _unary_impl(_f, _name),
-              f"{_name} of a Float; elementwise on a Tensor N Float.", **_slope_rules(_name))
+    primitive(_name, _unary_type, _unary_impl(_f, _name), f"{_name} of a Float; elementwise on a Tensor N Float.",
+              foldable=_name in ("exp", "log", "sin", "cos", "sqrt", "tanh"), elementwise=_name,
+              numba=_lower_unary(_name), **_slope_rules(_name))
 
 def _sign(x):  # as IR: -1.0 below zero, else 1.0
     return if_(C("lt", x, ZERO), const(-1.0), ONE)
@@ -96,9 +105,10 @@ def _sign(x):  # as IR: -1.0 below zero, else 1.0
 
 primitive("abs", lambda t: t if t in (FLOAT, INTEGER) else None,
           lambda t: (lambda x: wrap64(abs(x))) if t == INTEGER else abs,
-          doc="Absolute value of a Float or Integer.", cost=lambda r, a: 1,
-          fwd=lambda a, d, t: UNIT if t[0] == INTEGER else C("mul", _sign(a[0]), d[0]),
-          rev=lambda a, r, t: (UNIT if t[0] == INTEGER else C("mul", _sign(a[0]), r),))
+          doc="Absolute value of a Float or Integer.", cost=lambda r, a: 1, foldable=True, elementwise="abs",
+          numba=lambda xs, types, res: f"abs({xs[0]})",
+          fwd=lambda a, d, t, y: UNIT if t[0] == INTEGER else C("mul", _sign(a[0]), d[0]),
+          rev=lambda a, r, t, y: (UNIT if t[0] == INTEGER else C("mul", _sign(a[0]), r),))
 
 
 def _pow_type(t: Type) -> Type | None:
@@ -115,30 +125,31 @@ def _pow_partials(a, t):
     return dx, C("mul", C("log", x), C("pow", x, y))
 
 
-def _pow_fwd(a, d, t):
+def _pow_fwd(a, d, t, y):
     px, py = _pow_partials(a, t)
     return C("mul", px, d[0]) if py is None else C("add", C("mul", px, d[0]), C("mul", py, d[1]))
 
 
-def _pow_rev(a, r, t):
+def _pow_rev(a, r, t, y):
     px, py = _pow_partials(a, t)
     return C("mul", px, r), UNIT if py is None else C("mul", py, r)
 
 
 primitive("pow", _pow_type, lambda t: spread(_ieee(math.pow, np.power)), "x to the power y (y a Float or an Integer).",
-          cost=lambda r, a: 1, fwd=_pow_fwd, rev=_pow_rev)
+          cost=lambda r, a: 1, foldable=True, elementwise="pow", numba=lambda xs, types, res: f"{xs[0]} ** float({xs[1]})",
+          fwd=_pow_fwd, rev=_pow_rev)
 
 
 def _extremum_rules(name: str) -> dict:
     """max/min pass the derivative of the chosen argument (the first on ties)."""
     cmp, pick = ("gte", "imax") if name == "max" else ("lte", "imin")
 
-    def fwd(a, d, t):
+    def fwd(a, d, t, y):
         if len(a) == 1:
             return C("index", C(pick, a[0]), d[0])
         return if_(C(cmp, a[0], a[1]), d[0], d[1])
 
-    def rev(a, r, t):
+    def rev(a, r, t, y):
         if len(a) == 1:
             return (C("deltaVec", C("size", a[0]), C(pick, a[0]), r),)
         zero = zero_tangent(a[0], t[0])
@@ -165,8 +176,15 @@ def _extremum(name: str, pick2: Callable, pick_arr: Callable) -> None:
             return of_vec
         return spread(pick2)
 
+    def lower(xs: list[str], types: list[Type], result: Type) -> str:
+        if types == [vec]:
+            return f"_extremum({xs[0]}, {name == 'max'})"
+        a, b = xs  # as the interpreter: NaN wins
+        return f"{a} if {a} {'>=' if name == 'max' else '<='} {b} or {a} != {a} else {b}"
+
     primitive(name, typeof, impl, f"{name} of two Floats (or Integers), or the {name} element of a Vec Float.",
-              cost=lambda r, a: a.size if isinstance(a, np.ndarray) else 1, **_extremum_rules(name))
+              cost=lambda r, a: a.size if isinstance(a, np.ndarray) else 1, foldable=True, elementwise=name,
+              numba=lower, **_extremum_rules(name))
 
 
 def _max2(a, b):
@@ -197,16 +215,17 @@ def _imin(v):
 
 primitive("imax", lambda t: INTEGER if t == TTensor(1, FLOAT) else None, lambda t: _imax,
           "Index of the largest element of a Vec Float (the first, on ties).", cost=lambda r, a: a.size,
-          nondiff=True)
+          nondiff=True, numba=lambda xs, types, res: f"_argextremum({xs[0]}, True)")
 primitive("imin", lambda t: INTEGER if t == TTensor(1, FLOAT) else None, lambda t: _imin,
           "Index of the smallest element of a Vec Float (the first, on ties).", cost=lambda r, a: a.size,
-          nondiff=True)
+          nondiff=True, numba=lambda xs, types, res: f"_argextremum({xs[0]}, False)")
 primitive("to_float", lambda t: FLOAT if t == INTEGER else None, lambda t: float,
-          "Integer to Float.", nondiff=True)
+          "Integer to Float.", nondiff=True, foldable=True, numba=lambda xs, types, res: f"float({xs[0]})")
 primitive("bool_to_float", lambda t: FLOAT if t == BOOL else None, lambda t: lambda b: 1.0 if b else 0.0,
-          "1.0 for true, 0.0 for false.", nondiff=True)
+          "1.0 for true, 0.0 for false.", nondiff=True, numba=lambda xs, types, res: f"1.0 if {xs[0]} else 0.0")
 primitive("pi", lambda t: FLOAT if t == TTuple(()) else None, lambda t: lambda _: math.pi,
-          "The constant π (called with no arguments: (pi)).", nondiff=True)
+          "The constant π (called with no arguments: (pi)).", nondiff=True,
+          numba=lambda xs, types, res: repr(math.pi))
 
 
 def digamma(x: float) -> float:
@@ -227,4 +246,4 @@ def digamma(x: float) -> float:
 
 
 primitive("digamma", _unary_type, _unary_impl(digamma, "digamma"),
-          "The digamma function ψ, the derivative of lgamma; elementwise on a Tensor N Float.")
+          "The digamma function ψ, the derivative of lgamma; elementwise on a Tensor N Float.", elementwise="digamma")

@@ -5,7 +5,7 @@ import sys
 
 from ..ir.types import FLOAT, INTEGER, TTuple, Type
 from ..values import format_value
-from .registry import primitive
+from ..types.primitives import primitive
 
 
 def _print_impl(t: Type):
@@ -20,11 +20,11 @@ def _print_impl(t: Type):
 
 primitive("print", lambda t: INTEGER, _print_impl,
           "Print the arguments with no separators (strings unquoted); returns 0 : Integer.",
-          cost=lambda r, a: 0, nondiff=True)
+          cost=lambda r, a: 0, nondiff=True, impure=True)
 
 for _hint in ("$trace", "$inline", "$copydown"):
     primitive(_hint, lambda t: t, lambda t: lambda x: x, f"({_hint} e) is e at run time: a hint for tools.",
-              cost=lambda r, a: 0, fwd=lambda a, d, t: d[0], rev=lambda a, r, t: (r,))
+              cost=lambda r, a: 0, impure=_hint == "$trace", structural=True, fwd=lambda a, d, t, y: d[0], rev=lambda a, r, t, y: (r,))
 
 _MASK = (1 << 64) - 1
 

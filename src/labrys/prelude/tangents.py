@@ -12,8 +12,8 @@ from ..ir.build import C
 from ..ir.types import FLOAT, TBase, TTensor, TTuple, Type
 from ..types.tangent import tangent_type
 from ..values import PrimError, Sparse, dense, make_vec, numel, sparse_add
-from .arith import Op2, _has_function, _scale, is_float_struct, lift1, lift2
-from .registry import args_of, primitive, spread
+from .arith import Op2, _scale, is_data, is_float_struct, lift1, lift2
+from ..types.primitives import args_of, primitive, spread
 
 
 def add_fn(t: Type) -> Op2:
@@ -54,7 +54,7 @@ def ts_add_fn(t: Type) -> Op2:
 
 def _ts_add_type(t: Type) -> Type | None:
     ab = args_of(t, 2)
-    if ab is None or _has_function(ab[0]):
+    if ab is None or not is_data(ab[0]):
         return None
     return ab[0] if ab[1] == tangent_type(ab[0]) else None
 
@@ -82,19 +82,20 @@ def _dot(t: Type) -> Op2:
 
 
 primitive("ts_add", _ts_add_type, lambda t: spread(ts_add_fn(t.elems[0])),
-          "(ts_add x dx): a value plus a tangent (Integer parts unchanged); sparse-aware.",
-          fwd=lambda a, d, t: C("ts_add", d[0], d[1]), rev=lambda a, r, t: (r, r))
+          "(ts_add x dx): a value plus a tangent (Integer parts unchanged); sparse-aware.", elementwise="add",
+          fwd=lambda a, d, t, y: C("ts_add", d[0], d[1]), rev=lambda a, r, t, y: (r, r))
 primitive("ts_neg", lambda t: t if is_float_struct(t) else None,
-          lambda t: lift1(t, operator.neg, np.negative), "Negation of a tangent.",
-          fwd=lambda a, d, t: C("ts_neg", d[0]), rev=lambda a, r, t: (C("ts_neg", r),))
+          lambda t: lift1(t, operator.neg, np.negative), "Negation of a tangent.", elementwise="neg",
+          fwd=lambda a, d, t, y: C("ts_neg", d[0]), rev=lambda a, r, t, y: (C("ts_neg", r),))
 primitive("ts_scale", _ts_scale_type, lambda t: spread(_scale(t.elems[1])), "Float times a tangent.",
-          fwd=lambda a, d, t: C("ts_add", C("ts_scale", d[0], a[1]), C("ts_scale", a[0], d[1])),
-          rev=lambda a, r, t: (C("ts_dot", r, a[1]), C("ts_scale", a[0], r)))
+          elementwise="mul",
+          fwd=lambda a, d, t, y: C("ts_add", C("ts_scale", d[0], a[1]), C("ts_scale", a[0], d[1])),
+          rev=lambda a, r, t, y: (C("ts_dot", r, a[1]), C("ts_scale", a[0], r)))
 primitive("ts_dot", lambda t: FLOAT if _same2(t) is not None else None, lambda t: spread(_dot(t.elems[0])),
           "Inner product of two tangents.", cost=lambda r, a: numel(a),
-          fwd=lambda a, d, t: C("add", C("ts_dot", d[0], a[1]), C("ts_dot", a[0], d[1])),
-          rev=lambda a, r, t: (C("ts_scale", r, a[1]), C("ts_scale", r, a[0])))
-primitive("ts_zero", lambda t: tangent_type(t) if not _has_function(t) else None,
+          fwd=lambda a, d, t, y: C("add", C("ts_dot", d[0], a[1]), C("ts_dot", a[0], d[1])),
+          rev=lambda a, r, t, y: (C("ts_scale", r, a[1]), C("ts_scale", r, a[0])))
+primitive("ts_zero", lambda t: tangent_type(t) if is_data(t) else None,
           lambda t: zero_tangent_fn(t), "(ts_zero x): the zero tangent shaped like x.", nondiff=True)
 
 

@@ -8,12 +8,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir.build import C, V, get, lam, tup, zero_tangent
+from ..ir.build import C, V, get, lam, tup
+from ..types.tangent import zero_tangent
 from ..ir.nodes import Expr
 from ..ir.types import FLOAT, INTEGER, TTensor, TTuple, Type
 from ..types.tangent import tangent_type
 from ..values import DeltaVec, PrimError, dense, make_vec, numel, zero_like
-from .registry import args_of, primitive, spread
+from ..types.primitives import args_of, primitive, spread
 
 
 def _rank_of_size(t: Type) -> int | None:
@@ -73,9 +74,16 @@ def _index_type_of(rank: int) -> Type:
     return INTEGER if rank == 1 else TTuple((INTEGER,) * rank)
 
 
+def _lower_index(xs: list[str], types: list[Type], result: Type) -> str:
+    i, v = xs
+    if types[1].rank == 1:
+        return f"{v}[_checkindex({i}, {v}.shape[0])]"
+    return f"{v}[{', '.join(f'_checkindex({i}[{k}], {v}.shape[{k}])' for k in range(types[1].rank))}]"
+
+
 primitive("index", _index_type, _index_impl, "(index i v): element i (0-based) of v; i is an N-tuple for a Tensor N.",
-          cost=lambda r, a: 1, fwd=lambda a, d, t: C("index", a[0], d[1]),
-          rev=lambda a, r, t: (zero_tangent(a[0], t[0]), C("ts_delta", a[1], a[0], r)))
+          cost=lambda r, a: 1, structural=True, numba=_lower_index, fwd=lambda a, d, t, y: C("index", a[0], d[1]),
+          rev=lambda a, r, t, y: (zero_tangent(a[0], t[0]), C("ts_delta", a[1], a[0], r)))
 
 
 def _ts_delta_type(t: Type) -> Type | None:
@@ -99,8 +107,8 @@ def _ts_delta_impl(t: Type) -> Callable:
 primitive("ts_delta", _ts_delta_type, _ts_delta_impl,
           "(ts_delta v i x): the tangent of v that is x at index i and zero elsewhere, stored sparsely "
           "(reverse mode of index; shaped like v, so ragged vectors work).",
-          cost=lambda r, a: numel(r), fwd=lambda a, d, t: C("ts_delta", a[0], a[1], d[2]),
-          rev=lambda a, r, t: (zero_tangent(a[0], t[0]), zero_tangent(a[1], t[1]), C("index", a[1], r)))
+          cost=lambda r, a: numel(r), fwd=lambda a, d, t, y: C("ts_delta", a[0], a[1], d[2]),
+          rev=lambda a, r, t, y: (zero_tangent(a[0], t[0]), zero_tangent(a[1], t[1]), C("index", a[1], r)))
 
 
 def _size_impl(t: Type) -> Callable:
@@ -111,7 +119,8 @@ def _size_impl(t: Type) -> Callable:
 
 
 primitive("size", lambda t: _index_type_of(t.rank) if isinstance(t, TTensor) else None, _size_impl,
-          "Length of a vector (an N-tuple for a Tensor N).", cost=lambda r, a: 1, nondiff=True)
+          "Length of a vector (an N-tuple for a Tensor N).", cost=lambda r, a: 1, nondiff=True, structural=True,
+          numba=lambda xs, types, res: f"{xs[0]}.shape[0]" if types[0].rank == 1 else f"{xs[0]}.shape")
 
 
 # --- constVec / deltaVec / unzip / dup / elim ------------------------------
@@ -134,8 +143,9 @@ def _const_vec_impl(t: Type) -> Callable:
 
 
 primitive("constVec", _const_vec_type, _const_vec_impl,
-          "(constVec n x): n copies of x (n an N-tuple: a Tensor N).",
-          fwd=lambda a, d, t: C("constVec", a[0], d[1]), rev=lambda a, r, t: (zero_tangent(a[0], t[0]), C("sum", r)))
+          "(constVec n x): n copies of x (n an N-tuple: a Tensor N).", structural=True,
+          numba=lambda xs, types, res: f"_np.full({xs[0]}, {xs[1]})" if types == [INTEGER, FLOAT] else None,
+          fwd=lambda a, d, t, y: C("constVec", a[0], d[1]), rev=lambda a, r, t, y: (zero_tangent(a[0], t[0]), C("sum", r)))
 
 
 def _delta_vec_type(t: Type) -> Type | None:
@@ -156,8 +166,8 @@ def _delta_vec_impl(t: Type) -> Callable:
 
 primitive("deltaVec", _delta_vec_type, _delta_vec_impl,
           "(deltaVec n i x): size-n tensor with x at i and zero elsewhere, stored sparsely.",
-          cost=lambda r, a: numel(r), fwd=lambda a, d, t: C("deltaVec", a[0], a[1], d[2]),
-          rev=lambda a, r, t: (zero_tangent(a[0], t[0]), zero_tangent(a[1], t[1]), C("index", a[1], r)))
+          cost=lambda r, a: numel(r), fwd=lambda a, d, t, y: C("deltaVec", a[0], a[1], d[2]),
+          rev=lambda a, r, t, y: (zero_tangent(a[0], t[0]), zero_tangent(a[1], t[1]), C("index", a[1], r)))
 
 
 def _unzip_type(t: Type) -> Type | None:
@@ -180,15 +190,15 @@ def _zip(parts: tuple[Expr, ...], n: Expr, t: TTensor) -> Expr:
     return C("build", n, lam("i$z", INTEGER, tup(*(C("index", V("i$z"), p) for p in parts))))
 
 
-primitive("unzip", _unzip_type, _unzip_impl, "A vector of tuples as a tuple of vectors.",
-          fwd=lambda a, d, t: C("unzip", d[0]),
-          rev=lambda a, r, t: (_zip(tuple(get(k + 1, len(t[0].elem.elems), r) for k in range(len(t[0].elem.elems))),
+primitive("unzip", _unzip_type, _unzip_impl, "A vector of tuples as a tuple of vectors.", structural=True,
+          fwd=lambda a, d, t, y: C("unzip", d[0]),
+          rev=lambda a, r, t, y: (_zip(tuple(get(k + 1, len(t[0].elem.elems), r) for k in range(len(t[0].elem.elems))),
                                     C("size", a[0]), t[0]),))
 primitive("dup", lambda t: TTuple((t, t)), lambda t: lambda x: (x, x), "(dup x) is (tuple x x).",
-          cost=lambda r, a: 1, fwd=lambda a, d, t: tup(d[0], d[0]),
-          rev=lambda a, r, t: (C("ts_add", get(1, 2, r), get(2, 2, r)),))
+          cost=lambda r, a: 1, structural=True, fwd=lambda a, d, t, y: tup(d[0], d[0]),
+          rev=lambda a, r, t, y: (C("ts_add", get(1, 2, r), get(2, 2, r)),))
 primitive("elim", lambda t: TTuple(()), lambda t: lambda x: (), "(elim x) discards x; returns (tuple).",
-          cost=lambda r, a: 1, nondiff=True)
+          cost=lambda r, a: 1, nondiff=True, structural=True)
 
 
 # --- helpers of derivative code: matrix-vector products' transposes -------------
@@ -216,8 +226,8 @@ primitive("matvec_T", lambda t: TTensor(1, FLOAT) if _matrix_vec_type(t) else No
           lambda t: spread(lambda m, r: _rows(m).T @ dense(r)),
           "(matvec_T M r): the transpose of M times r (reverse mode of matrix-vector mul).",
           cost=lambda r, a: numel(a[0]),
-          fwd=lambda a, d, t: C("add", C("matvec_T", d[0], a[1]), C("matvec_T", a[0], d[1])),
-          rev=lambda a, r, t: (outer_like(t[0], a[1], r), C("mul", a[0], r)))
+          fwd=lambda a, d, t, y: C("add", C("matvec_T", d[0], a[1]), C("matvec_T", a[0], d[1])),
+          rev=lambda a, r, t, y: (outer_like(t[0], a[1], r), C("mul", a[0], r)))
 
 
 def _outer_type(t: Type) -> Type | None:
@@ -227,5 +237,5 @@ def _outer_type(t: Type) -> Type | None:
 
 primitive("outer", _outer_type, lambda t: spread(lambda u, v: np.outer(dense(u), dense(v))),
           "(outer u v): the matrix u vᵀ (a Tensor 2 Float).",
-          fwd=lambda a, d, t: C("add", C("outer", d[0], a[1]), C("outer", a[0], d[1])),
-          rev=lambda a, r, t: (C("mul", r, a[1]), C("matvec_T", r, a[0])))
+          fwd=lambda a, d, t, y: C("add", C("outer", d[0], a[1]), C("outer", a[0], d[1])),
+          rev=lambda a, r, t, y: (C("mul", r, a[1]), C("matvec_T", r, a[0])))

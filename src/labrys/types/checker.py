@@ -5,19 +5,22 @@ resolves calls among user overloads and the prelude (LANGUAGE.md §3, §6).
 
 Σ is the function table (defs, edefs, gdef-generated functions, primitives),
 Γ the local variables.  Checking returns a new, typed program; the input is
-never mutated.
+never mutated.  The checker knows primitives from the primitive table
+(:mod:`labrys.types.primitives`) and derivations only through the
+:class:`DerivationTable` it is given (the registry of labrys.ad, which lives
+above this layer).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ..errors import LabrysError, Span
 from ..ir import nodes as ir
 from ..ir.names import DerivedName, Name, TypedName, base_name, erase_types, selected_type, show_name
 from ..ir.types import BOOL, TLam, TSum, TTuple, Type
-from ..prelude import Primitive, lookup
 from ..util.deep import deep
-from .tangent import CONVENTIONS, PENDING, derived_signature
+from .primitives import Primitive, lookup
 
 
 @dataclass(frozen=True)
@@ -31,10 +34,29 @@ class Signature:
     primal: Type | None = None  # derived functions: argument type of the original
 
 
+class DerivationTable(Protocol):
+    """What the checker asks of the registry of derivations."""
+
+    def signature(self, name: str, base: "Signature | Primitive", arg: Type,
+                  functions: "Functions") -> tuple[Type, Type] | None:
+        """The (argument, result) types of ``[name base]`` for base's argument type
+        ``arg``; None when the derivation does not apply to these types.  Raises a
+        LabrysError (without a position) for an unknown or unimplemented derivation."""
+
+
+class NoDerivations:
+    """A table that knows no derivation (programs checked without labrys.ad)."""
+
+    def signature(self, name, base, arg, functions):
+        raise LabrysError(f"unknown derivation '{name}'")
+
+
 @dataclass
 class Functions:
-    """Σ: user functions grouped by name without types, overloaded by argument type."""
+    """Σ: user functions grouped by name without types, overloaded by argument type,
+    and the derivations that make derived functions."""
 
+    derivations: DerivationTable = field(default_factory=NoDerivations)
     groups: dict[Name, list[Signature]] = field(default_factory=dict)
 
     def add(self, sig: Signature) -> None:
@@ -72,7 +94,7 @@ class Functions:
         for base in self.candidates(name.base):
             if selected_type(name.base) not in (None, base.arg):
                 continue
-            conv = _try_signature(name.derivation, base)
+            conv = self.signature(name.derivation, base, base.arg)
             if conv is not None and conv[0] == arg:
                 gdef = ir.Gdef(name.derivation, TypedName(base_name(base.name), base.arg)
                                if isinstance(base.name, str) else base.name, span=base.decl.span)
@@ -83,22 +105,22 @@ class Functions:
         return self._derive_primitive(name, prim, arg) if prim is not None else None
 
     def _derive_primitive(self, name: DerivedName, prim: Primitive, arg: Type) -> Signature | None:
-        if name.derivation not in CONVENTIONS:
-            return None
-        primal = arg if name.derivation == "D" else (arg.elems[0] if isinstance(arg, TTuple) and len(arg.elems) == 2
-                                                     else None)
-        if primal is None or prim.typeof(primal) is None:
-            return None
-        try:
-            conv = derived_signature(name.derivation, primal, prim.typeof(primal))
-        except ValueError:
-            return None
-        if conv is None or conv[0] != arg:
-            return None
-        sig = Signature(DerivedName(name.derivation, prim.name), conv[0], conv[1],
-                        ir.Gdef(name.derivation, TypedName(prim.name, primal)), primal)
-        self.groups.setdefault(erase_types(sig.name), []).append(sig)
-        return sig
+        """[d p] of a primitive p: its primal type is the derived function's argument,
+        or the first of a pair (the fwd-like and rev-like conventions)."""
+        pair = arg.elems[0] if isinstance(arg, TTuple) and len(arg.elems) == 2 else None
+        for primal in (arg, pair):
+            if primal is None or prim.typeof(primal) is None:
+                continue
+            conv = self.signature(name.derivation, prim, primal)
+            if conv is not None and conv[0] == arg:
+                sig = Signature(DerivedName(name.derivation, prim.name), conv[0], conv[1],
+                                ir.Gdef(name.derivation, TypedName(prim.name, primal)), primal)
+                self.groups.setdefault(erase_types(sig.name), []).append(sig)
+                return sig
+        return None
+
+    def signature(self, derivation: str, base: "Signature | Primitive", arg: Type) -> tuple[Type, Type] | None:
+        return self.derivations.signature(derivation, base, arg, self)
 
     def by_name(self, name: Name) -> Signature | None:
         """The function ``(fn name)`` refers to: [f T], or the only overload of f."""
@@ -107,16 +129,9 @@ class Functions:
                 if wanted is None or (s.primal or s.arg) == wanted]
         if not sigs and isinstance(name, DerivedName):
             base = self.by_name(name.base)
-            conv = base and _try_signature(name.derivation, base)
+            conv = base and self.signature(name.derivation, base, base.arg)
             return self.derive_on_demand(name, conv[0]) if conv else None
         return sigs[0] if len(sigs) == 1 else None
-
-
-def _try_signature(derivation: str, base: Signature) -> tuple[Type, Type] | None:
-    try:
-        return derived_signature(derivation, base.arg, base.ret)
-    except ValueError:  # no tangent type
-        return None
 
 
 def _same_primal(a: Signature, b: Signature) -> bool:
@@ -252,7 +267,10 @@ class _Checker:
                     raise _err(f"the alternatives of 'case' have different types: {l_.type} and {r_.type}", where)
                 return ir.Case(s, lv, l_, rv, r_, type=l_.type, span=e.span)
             case ir.FnRef(func):
-                sig = self.functions.by_name(func)
+                try:
+                    sig = self.functions.by_name(func)
+                except LabrysError as exc:
+                    raise exc if exc.span is not None else _err(exc.message, where) from None
                 if sig is None:
                     n = len(self.functions.candidates(func))
                     why = "is ambiguous: name the overload as (fn [NAME TYPE])" if n > 1 else "is not a defined function"
@@ -283,7 +301,10 @@ class _Checker:
             raise _err(f"{what} must have type {t}, but has type {e.type}", e.span or where)
 
     def call_type(self, func: Name, arg: Type, where: Span | None) -> Type:
-        target = self.functions.resolve(func, arg)
+        try:
+            target = self.functions.resolve(func, arg)
+        except LabrysError as exc:  # a derivation that is unknown or not implemented yet
+            raise exc if exc.span is not None else _err(exc.message, where) from None
         if isinstance(target, Signature):
             return target.ret
         if isinstance(target, Primitive):
@@ -304,9 +325,9 @@ def _show(e: ir.Expr) -> str:
     return e.name if isinstance(e, ir.Var) else "expression"
 
 
-def collect_functions(program: ir.Program) -> Functions:
+def collect_functions(program: ir.Program, derivations: DerivationTable | None = None) -> Functions:
     """Σ from the declarations (defs and edefs first, then what gdefs generate)."""
-    fs = Functions()
+    fs = Functions(derivations or NoDerivations())
     for d in program.decls:
         if isinstance(d, ir.Def):
             _check_name_type(d.name, d.arg_type, d.span)
@@ -340,13 +361,12 @@ def _gdef_signature(d: ir.Gdef, fs: Functions) -> Signature | None:
         raise _err(f"gdef {d.derivation}: {what} matches {show_name(d.name)}", d.span,
                    "write the argument type: (gdef DERIVATION [NAME ARGTYPE])")
     try:
-        conv = derived_signature(d.derivation, base.arg, base.ret)
-    except ValueError as exc:  # no tangent type (a linear map)
-        raise _err(f"gdef {d.derivation}: {exc}", d.span) from None
+        conv = fs.signature(d.derivation, base, base.arg)
+    except LabrysError as exc:  # unknown, or not implemented yet
+        raise _err(f"gdef {d.derivation}: {exc.message}", d.span) from None
     if conv is None:
-        if d.derivation in PENDING:
-            return None
-        raise _err(f"unknown derivation '{d.derivation}'", d.span)
+        raise _err(f"gdef {d.derivation}: the derivation does not apply to {show_name(base.name)} : "
+                   f"{base.arg} -> {base.ret}", d.span)
     name = DerivedName(d.derivation, base.name if isinstance(base.name, TypedName) else erase_types(base.name))
     return Signature(name, conv[0], conv[1], d, base.arg)
 
@@ -375,8 +395,8 @@ def _check_decl(c: _Checker, d: ir.Decl) -> ir.Decl:
 
 
 @deep
-def check_program(program: ir.Program) -> CheckedProgram:
-    functions = collect_functions(program)
+def check_program(program: ir.Program, derivations: DerivationTable | None = None) -> CheckedProgram:
+    functions = collect_functions(program, derivations)
     checker = _Checker(functions)
     typed = ir.Program(tuple(_check_decl(checker, d) for d in program.decls))
     return CheckedProgram(typed, functions)

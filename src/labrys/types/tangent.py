@@ -1,16 +1,26 @@
-"""Tangent types and the calling conventions of derived functions
-(LANGUAGE.md §2–3)."""
+"""Tangent types, the language's own type map (LANGUAGE.md §2), and the IR
+for a zero tangent.
+
+    dT(Float) = Float;  dT(Integer) = dT(Bool) = dT(String) = (Tuple);
+    dT(Tuple A B ...) = Tuple dT(A) dT(B) ...;  dT(Tensor N T) = Tensor N dT(T)
+
+The language leaves the tangents of functions and sums to each algorithm;
+the type maps that differ between algorithms (dual numbers, CHAD's four) are
+owned by the algorithm's module and reach the checker through the registry of
+derivations (:mod:`labrys.ad.registry`).
+"""
 from __future__ import annotations
 
-from ..ir.types import DELTA, FLOAT, TLM, TLam, TSum, TTensor, TTuple, Type, UNIT
+from ..ir.build import C
+from ..ir.nodes import Expr, Tuple
+from ..ir.types import FLOAT, TLM, TLam, TSum, TTensor, TTuple, Type, UNIT
 
 
 def tangent_type(t: Type) -> Type:
     """dT: Float ↦ Float; Integer, Bool, String ↦ (Tuple); structure-wise otherwise.
 
-    Functions and sums have algorithm-specific tangents (see each algorithm);
-    here a sum's tangent is the sum of the tangents and a function's is a
-    function between tangents, which is what the dual-number modes use.
+    A sum's tangent is the sum of the tangents and a function's a function
+    between tangents: what the dual-number modes use (Krawiec et al. §11).
     """
     match t:
         case TTuple(elems):
@@ -32,19 +42,13 @@ def is_constant_tangent(t: Type) -> bool:
     return isinstance(dt, TTuple) and all(is_constant_tangent(e) for e in dt.elems)
 
 
-# Calling conventions: derivation name -> (argument type, result type) of the
-# derived function, for a function S -> T.  Algorithms add their names here
-# when they register (see labrys.ad); every one is fwd-like or rev-like.
-def _fwd(s: Type, t: Type) -> tuple[Type, Type]:
-    return TTuple((s, tangent_type(s))), tangent_type(t)
+def zero_tangent(x: Expr, t: Type) -> Expr:
+    """The zero tangent of ``x : t``: a constant where ``dT(t)`` holds no Float."""
+    return _unit_value(tangent_type(t)) if is_constant_tangent(t) else C("ts_zero", x)
 
 
-def _rev(s: Type, t: Type) -> tuple[Type, Type]:
-    return TTuple((s, tangent_type(t))), tangent_type(s)
-
-
-def _jacobian(s: Type, t: Type) -> tuple[Type, Type]:
-    return s, TLM(tangent_type(s), tangent_type(t))
+def _unit_value(t: Type) -> Expr:
+    return Tuple(tuple(_unit_value(e) for e in t.elems))
 
 
 def shape_type(t: Type) -> Type:
@@ -55,54 +59,3 @@ def shape_type(t: Type) -> Type:
         case TTensor(rank, elem):
             return TTensor(rank, shape_type(elem))
     return UNIT
-
-
-def _tupled(conv):
-    def signature(s: Type, t: Type) -> tuple[Type, Type]:
-        arg, res = conv(s, t)
-        return arg, TTuple((t, res))
-    return signature
-
-
-def dual_type(t: Type, image: Type) -> Type:
-    """The dual-number type map of seed 004 (Fig. 3 / Fig. 9): every Float becomes
-    ``(Tuple Float image)``, leaves stay, and ×, +, →, Vec are mapped homomorphically."""
-    match t:
-        case TTuple(elems):
-            return TTuple(tuple(dual_type(e, image) for e in elems))
-        case TTensor(rank, elem):
-            return TTensor(rank, dual_type(elem, image))
-        case TSum(a, b):
-            return TSum(dual_type(a, image), dual_type(b, image))
-        case TLam(a, b):
-            return TLam(dual_type(a, image), dual_type(b, image))
-        case TLM():
-            raise ValueError(f"a linear map {t} has no dual-number type")
-    return TTuple((FLOAT, image)) if t == FLOAT else t
-
-
-def _dual(image: Type):
-    return lambda s, t: (dual_type(s, image), dual_type(t, image))
-
-
-# The image of a real's derivative part in each dual-number translation (seed 004):
-# dual (Fw, §4) a tangent; delta1 (D1, §5) the input's cotangent as a flat vector,
-# Note [D1 cotangents] in labrys.ad.deltarev1; delta2 / delta (D2 §6, D §7) a Delta.
-DUAL_IMAGES = {"dual": FLOAT, "delta1": TTensor(1, FLOAT), "delta2": DELTA, "delta": DELTA}
-
-CONVENTIONS = {
-    "fwd": _fwd, "rev": _rev, "D": _jacobian, "sufrev": _rev,
-    "fwdt": _tupled(_fwd), "Dt": _tupled(_jacobian),
-    "CL": lambda s, t: (s, t), "shape": lambda s, t: (s, shape_type(t)),
-    "dualfwd": _fwd, "deltarev1": _rev, "deltarev2": _rev, "deltarev": _rev,
-    **{name: _dual(image) for name, image in DUAL_IMAGES.items()},
-}
-# Derivations whose signature depends on the generated code (the BOG type of
-# split reverse mode): a gdef of them is accepted; calls need the algorithm.
-PENDING = {"suffwdpass", "sufrevpass"}
-FWD_LIKE, REV_LIKE = _fwd, _rev
-
-
-def derived_signature(derivation: str, s: Type, t: Type) -> tuple[Type, Type] | None:
-    conv = CONVENTIONS.get(derivation)
-    return conv(s, t) if conv else None

@@ -10,15 +10,20 @@ of the immutable IR nodes needs a deep C stack too.  Instead of rewriting
 each pass with an explicit stack, every public entry point is decorated with
 :func:`deep`, which runs it on one long-lived worker thread that has a 1 GiB
 stack (virtual memory; only touched pages are committed) and a recursion
-limit to match.  Calls made from inside the worker run directly.
+limit to match.  Calls made from inside the worker run directly.  A job runs
+in a copy of its caller's ``contextvars`` context, so it sees the caller's
+run-time context (Note [Run-time context] in labrys.context).
 """
 from __future__ import annotations
 
+import contextvars
 import functools
 import queue
 import sys
 import threading
 from typing import Callable, TypeVar
+
+from ..context import current
 
 STACK_BYTES = 1 << 30
 RECURSION_LIMIT = 2_000_000
@@ -63,9 +68,11 @@ def run_deep(fn: Callable[[], T]) -> T:
     worker = _ensure_worker()
     if threading.current_thread() is worker:
         return fn()
+    current()  # the caller's run-time context exists before the job's copy is made
+    job = contextvars.copy_context().run
     box: list = []
     done = threading.Event()
-    _jobs.put((fn, box, done))
+    _jobs.put((lambda: job(fn), box, done))
     done.wait()
     ok, result = box[0]
     if ok:

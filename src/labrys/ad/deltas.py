@@ -1,13 +1,14 @@
-"""The run-time half of the dual-number algorithms of seed 004 (Krawiec et al.):
+"""The run-time half of the dual-number algorithms of Krawiec et al. (Provably
+correct, asymptotically efficient, higher-order reverse-mode AD, POPL 2022):
 ``Delta`` values and their constructors (Fig. 7 / Fig. 10), the tape that
 ``deltaLet`` appends to (§7.3), the two evaluators — ``eval₂``, a tree walk
 (Fig. 8), and ``eval``, one backward sweep over the tape (§7.3) — D1's ⊕/⊗ on
 flat cotangents (§5).  The wrappers' helpers that use them are in
-:mod:`labrys.prelude.dual_io`.
+:mod:`labrys.ad.dual_io`.
 
 The generated code (labrys.ad.dualfwd / deltarev1 / deltarev2 / deltarev) only
 *calls* these; each is a primitive entry like any other.  Every evaluator is
-iterative: a tape as long as the primal run is no problem (seed-004 guide P7).
+iterative: a tape as long as the primal run is no problem (pitfall P7 of the guide).
 """
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ import numpy as np
 
 from ..ir.types import DELTA, FLOAT, UNIT, TTensor
 from ..values import PrimError
-from .registry import METER, args_of, primitive, spread
+from ..context import count, current
+from ..types.primitives import args_of, primitive, spread
 
 
 class Delta:
@@ -113,23 +115,18 @@ class Tape:
         return "\n".join(lines + ([f"in {result!r}"] if result is not None else []))
 
 
-# The tape of the current deltarev run.  Runs never nest: the translation rejects
-# calls of derived functions, so no forward pass can start another run; a run that
-# failed half-way leaves its tape here until the next deltaInputs replaces it.
-TAPES: list[Tape] = []
-LAST: list[Tape] = []  # the tape of the last finished run, for inspection (labrys.last_tape)
-
-
 def last_tape() -> Tape | None:
-    """The tape of the most recent deltarev run (its bindings, as in Fig. 12)."""
-    return LAST[-1] if LAST else None
+    """The tape of the most recent deltarev run on this thread (its bindings, as in Fig. 12)."""
+    return current().last_tape
 
 
 def delta_let(d: Delta) -> Delta:
-    """``deltaLet d``: share d by naming it on the current tape (§7.1)."""
-    if not TAPES:
+    """``deltaLet d``: share d by naming it on the tape of the innermost run (§7.1);
+    Note [Run-time context] in labrys.context."""
+    tapes = current().tapes
+    if not tapes:
         raise PrimError("deltaLet outside a deltarev run (call [deltarev f], not [delta f], from outside)")
-    return TAPES[-1].let(d)
+    return tapes[-1].let(d)
 
 
 # --- evaluators -------------------------------------------------------------
@@ -151,7 +148,7 @@ def _accumulate(x: float, d: Delta, into: np.ndarray, leaf: type, offset: int, w
             stack.append((x * d.r, d.d))
         elif kind is not Zero:
             raise PrimError(f"{who} met a {kind.__name__} Delta")
-    METER.ops += visits
+    count(visits)
 
 
 def eval_tree(x: float, d: Delta, grad: np.ndarray) -> None:
@@ -216,7 +213,7 @@ primitive("Add", lambda t: DELTA if args_of(t, 2) == (DELTA, DELTA) else None,
           lambda t: spread(Add), "(Add d1 d2): the sum of two Deltas.", nondiff=True)
 primitive("deltaLet", lambda t: DELTA if t == DELTA else None, lambda t: delta_let,
           "(deltaLet d): bind d on the current deltarev tape; returns (Var i) (seed 004 §7).",
-          cost=lambda r, a: 1, nondiff=True)
+          cost=lambda r, a: 1, nondiff=True, impure=True)
 
 VEC = TTensor(1, FLOAT)
 

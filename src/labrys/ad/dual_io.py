@@ -3,7 +3,7 @@ Fig. 15): seed the reals of a first-order input with derivative parts
 (``initVars``), and read the gradient back in the shape of the input from the
 derivative parts of the output and its cotangent.  These walk *values* by
 their static type, which is why they are primitives and not generated code;
-:mod:`labrys.prelude.deltas` holds the Delta values and evaluators they use.
+:mod:`labrys.ad.deltas` holds the Delta values and evaluators they use.
 """
 from __future__ import annotations
 
@@ -12,10 +12,13 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir.types import FLOAT, UNIT, TLam, TSum, TTensor, TTuple, Type, has_function
-from ..types.tangent import DUAL_IMAGES, dual_type, is_constant_tangent, tangent_type
+from ..ir.types import DELTA
+from ..types.tangent import is_constant_tangent, tangent_type
+from .dual_types import dual_type
 from ..values import Inj, PrimError, dense, make_vec
-from .deltas import LAST, TAPES, OneHot, Tape, Var, eval_into, eval_tree, sweep
-from .registry import METER, args_of, primitive, spread
+from .deltas import OneHot, Tape, Var, eval_into, eval_tree, sweep
+from ..context import count, current
+from ..types.primitives import args_of, primitive, spread
 
 # --- walking values by type -------------------------------------------------
 
@@ -104,7 +107,7 @@ def _delta_inputs(t: Type) -> Callable[[Any], Any]:
     def seed(x):
         ids = iter(range(1, 1 << 62))
         s0 = map_reals(x, t, lambda r: (r, Var(next(ids))))
-        TAPES[:] = [Tape(next(ids) - 1)]
+        current().tapes.append(Tape(next(ids) - 1))
         return s0
     return seed
 
@@ -125,14 +128,14 @@ def _delta1_inputs(t: Type) -> Callable[[Any], Any]:
             e = np.zeros(a)
             e[next(ids)] = 1.0
             return (r, e)
-        METER.ops += a * a
+        count(a * a)
         return map_reals(x, t, onehot)
     return seed
 
 
-for _name, _image, _impl in (("deltaInputs", DUAL_IMAGES["delta"], _delta_inputs),
-                             ("delta2Inputs", DUAL_IMAGES["delta2"], _delta2_inputs),
-                             ("delta1Inputs", DUAL_IMAGES["delta1"], _delta1_inputs)):
+for _name, _image, _impl in (("deltaInputs", DELTA, _delta_inputs),
+                             ("delta2Inputs", DELTA, _delta2_inputs),
+                             ("delta1Inputs", TTensor(1, FLOAT), _delta1_inputs)):
     primitive(_name, _inputs(_image), _impl, f"({_name} x): the wrapper's dual-number input for x "
               "(seed 004 Fig. 15 initVars).")
 
@@ -165,10 +168,10 @@ def _delta_gradient(t: Type) -> Callable[[Any], Any]:
     s, _, dt_type = t.elems
 
     def gradient(x, y, dt):
-        if not TAPES:
+        ctx = current()
+        if not ctx.tapes:
             raise PrimError("deltaGradient without deltaInputs")
-        tape = TAPES.pop()
-        LAST[:] = [tape]
+        tape = ctx.last_tape = ctx.tapes.pop()
         adj = np.zeros(tape.first + len(tape.rhs))
         for d, g in output_parts(y, dt, dt_type):
             if g != 0.0:
@@ -195,16 +198,16 @@ def _summed_gradient(add: Callable[[np.ndarray, Any, float], None]) -> Callable[
 def _add_cotangent(grad: np.ndarray, ds: np.ndarray, g: float) -> None:
     if len(ds):  # the empty vector is zero_S (Note [D1 cotangents])
         grad += g * ds
-        METER.ops += 2 * len(ds)
+        count(2 * len(ds))
 
 
 _delta2_gradient = _summed_gradient(lambda grad, d, g: eval_tree(g, d, grad))  # Fig. 8: eval₂ per output
 _delta1_gradient = _summed_gradient(_add_cotangent)  # Fig. 6: Σ_j dt_j ⊗ ds_j
 
 
-for _name, _image, _impl in (("deltaGradient", DUAL_IMAGES["delta"], _delta_gradient),
-                             ("delta2Gradient", DUAL_IMAGES["delta2"], _delta2_gradient),
-                             ("delta1Gradient", DUAL_IMAGES["delta1"], _delta1_gradient)):
+for _name, _image, _impl in (("deltaGradient", DELTA, _delta_gradient),
+                             ("delta2Gradient", DELTA, _delta2_gradient),
+                             ("delta1Gradient", TTensor(1, FLOAT), _delta1_gradient)):
     primitive(_name, _gradient_type(_image), _impl,
               f"({_name} x y dt): the gradient at x from the dual-number output y and its cotangent dt "
               "(seed 004 Fig. 15).")

@@ -1,0 +1,153 @@
+"""The registry of derivations: every AD algorithm of the seed papers, one record
+each (:class:`labrys.ad.derivation.Derivation`), in one table.
+
+Everything that lists or dispatches on algorithms iterates :data:`REGISTRY`:
+the type checker (gdefs and derived signatures, through the
+:class:`labrys.types.checker.DerivationTable` it is given), the generator
+(:mod:`labrys.ad.derive`), ``labrys algorithms``, ``show``, ``verify``,
+``cost``, ``demo``, ``bench``, ``adbench`` and the API's ``method=``.
+Adding an algorithm is one module (its passes and type maps) plus one entry
+here; ``tests/test_registry.py`` registers a toy one from the test file.
+
+Note [Signatures after generation]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Most derivations know the type of ``[d f]`` from f's type alone.  Some do not:
+the forward pass of split reverse mode returns f's result together with a
+BOG whose type is whatever the generated code stores.  Such a derivation
+registers ``signature=None``; when the checker meets its gdef (or a call),
+the registry generates ``[d f]`` from f's typed def right then and takes the
+type from the generated def.  This is Knossos's answer too (Note [GDef] in
+ksc): a gdef is elaborated into its def during type checking.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..errors import LabrysError
+from ..ir import nodes as ir
+from ..ir.types import Type
+from ..types.checker import Functions, Signature, check_def
+from ..types.primitives import Primitive
+from . import deltarev, deltarev1, deltarev2, dualfwd, knossos, shape
+from .derivation import (ELLIS, FIRST_ORDER, FWD, FWD_TUPLED, JACOBIAN, JACOBIAN_TUPLED, KRAWIEC, REV,
+                         SAME_TYPE, SHAPE, SMEDING, SPLIT_FORWARD, SPLIT_REVERSE, TRANSLATION, VAKAR,
+                         WHOLE_LANGUAGE, Derivation)
+from .dual_numbers import translation_signature
+
+
+class Registry:
+    """The derivations by name, in the order they were registered."""
+
+    def __init__(self, entries: tuple[Derivation, ...] = ()) -> None:
+        self.entries: dict[str, Derivation] = {}
+        for d in entries:
+            self.register(d)
+
+    def register(self, d: Derivation) -> Derivation:
+        if d.name in self.entries:
+            raise ValueError(f"derivation {d.name} registered twice")
+        self.entries[d.name] = d
+        return d
+
+    def unregister(self, name: str) -> None:
+        self.entries.pop(name, None)
+
+    def __iter__(self) -> Iterator[Derivation]:
+        return iter(list(self.entries.values()))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.entries
+
+    def names(self, direction: str | None = None, internal: bool = False) -> list[str]:
+        """Implemented derivations (of one calling direction, "forward" or "reverse")."""
+        return [d.name for d in self if d.implemented and (internal or not d.internal)
+                and (direction is None or d.convention.direction == direction)]
+
+    def get(self, name: str) -> Derivation:
+        """The derivation called ``name``; unknown or not implemented: a LabrysError."""
+        d = self.entries.get(name)
+        if d is None:
+            raise LabrysError(f"unknown derivation '{name}'; known: {', '.join(self.names())}")
+        if not d.implemented:
+            raise LabrysError(f"derivation '{name}' ({d.summary}; {d.paper.cite()}) is not implemented yet")
+        return d
+
+    # --- labrys.types.checker.DerivationTable ----------------------------------------
+
+    def signature(self, name: str, base: Signature | Primitive, arg: Type,
+                  functions: Functions) -> tuple[Type, Type] | None:
+        d = self.get(name)
+        ret = base.typeof(arg) if isinstance(base, Primitive) else base.ret
+        if d.signature is not None:
+            try:
+                return d.signature(arg, ret)
+            except ValueError:  # e.g. a linear map has no tangent type
+                return None
+        if isinstance(base, Primitive) or not isinstance(base.decl, ir.Def):
+            return None
+        from .derive import generate_alone  # Note [Signatures after generation]
+        made = generate_alone(d, check_def(base.decl, functions), functions)
+        return made.arg_type, made.ret
+
+
+REGISTRY = Registry((
+    # Ellis, Peyton Jones & Fitzgibbon: the Knossos compiler's AD (K1, K2, K5's fold)
+    Derivation("D", "the full Jacobian as a linear map", "Knossos", ELLIS, "Fig. 6", JACOBIAN, FIRST_ORDER,
+               knossos.jacobian_signature, knossos.D_PIPELINE),
+    Derivation("fwd", "forward mode: the Jacobian applied to dx, pushed through", "Knossos", ELLIS,
+               "§6.1, Fig. 4", FWD, FIRST_ORDER, knossos.fwd_signature, knossos.FWD_PIPELINE,
+               strategies=("tupled", "plain")),
+    Derivation("rev", "reverse mode: the Jacobian transposed let by let", "Knossos", ELLIS, "§6.2, Fig. 5",
+               REV, FIRST_ORDER, knossos.rev_signature, knossos.REV_PIPELINE),
+    Derivation("Dt", "the value with the full Jacobian (basic tupling)", "Knossos", ELLIS, "§5.3, Fig. 7",
+               JACOBIAN_TUPLED, FIRST_ORDER, knossos.tupled(knossos.jacobian_signature), knossos.DT_PIPELINE),
+    Derivation("fwdt", "forward mode returning the value too (polymorphic tupling)", "Knossos", ELLIS,
+               "§5.4, Fig. 8", FWD_TUPLED, FIRST_ORDER, knossos.tupled(knossos.fwd_signature),
+               knossos.FWDT_PIPELINE),
+    Derivation("suffwdpass", "split reverse mode, forward pass: the value and its BOG", "Knossos", ELLIS,
+               "§6.1, §11, Figs 23–26", SPLIT_FORWARD, FIRST_ORDER, None),
+    Derivation("sufrevpass", "split reverse mode, reverse pass from the BOG", "Knossos", ELLIS,
+               "§6.1, §11, Figs 23–26", SPLIT_REVERSE, FIRST_ORDER, None),
+    Derivation("sufrev", "split reverse mode: the two passes", "Knossos", ELLIS, "§6.1, §11, Figs 23–26", REV,
+               FIRST_ORDER, knossos.rev_signature),
+    Derivation("CL", "conversion to the categorical combinator language and back", "Knossos", ELLIS,
+               "§6, Figs 9–11", SAME_TYPE, FIRST_ORDER, lambda s, t: (s, t)),
+    Derivation("shape", "the sizes of the result without its values", "Knossos", ELLIS,
+               "the Knossos compiler (LANGUAGE.md §3)", SHAPE, WHOLE_LANGUAGE, shape.signature, shape.PIPELINE),
+    # Krawiec et al.: dual numbers forward, and reverse mode in three steps (V1, V2)
+    Derivation("dualfwd", "forward mode with dual numbers", "Krawiec et al.", KRAWIEC, "§4, Figs 3–4, 15", FWD,
+               WHOLE_LANGUAGE, knossos.fwd_signature, dualfwd.PIPELINE),
+    Derivation("deltarev1", "reverse mode pairing each real with a whole cotangent (naive)", "Krawiec et al.",
+               KRAWIEC, "§5, Figs 5–6, 15", REV, WHOLE_LANGUAGE, knossos.rev_signature, deltarev1.PIPELINE),
+    Derivation("deltarev2", "reverse mode with Delta, evaluated as a tree", "Krawiec et al.", KRAWIEC,
+               "§6, Figs 7–8, 15", REV, WHOLE_LANGUAGE, knossos.rev_signature, deltarev2.PIPELINE,
+               compiled=False, runtime="Delta values"),
+    Derivation("deltarev", "reverse mode with Delta and explicit sharing (the tape)", "Krawiec et al.", KRAWIEC,
+               "§7, §10–11, Figs 9–11, 15", REV, WHOLE_LANGUAGE, knossos.rev_signature, deltarev.PIPELINE,
+               compiled=False, runtime="the Delta tape"),
+    Derivation("dual", "dualfwd's translation Fw[f]", "Krawiec et al.", KRAWIEC, "Fig. 3", TRANSLATION,
+               WHOLE_LANGUAGE, translation_signature(dualfwd.REALS), dualfwd.TRANSLATION, internal=True),
+    Derivation("delta1", "deltarev1's translation D1[f]", "Krawiec et al.", KRAWIEC, "Fig. 5", TRANSLATION,
+               WHOLE_LANGUAGE, translation_signature(deltarev1.REALS), deltarev1.TRANSLATION, internal=True),
+    Derivation("delta2", "deltarev2's translation D2[f]", "Krawiec et al.", KRAWIEC, "Fig. 7", TRANSLATION,
+               WHOLE_LANGUAGE, translation_signature(deltarev2.REALS), deltarev2.TRANSLATION, compiled=False,
+               internal=True),
+    Derivation("delta", "deltarev's translation D[f] into the tape monad", "Krawiec et al.", KRAWIEC, "Fig. 9",
+               TRANSLATION, WHOLE_LANGUAGE, translation_signature(deltarev.REALS), deltarev.TRANSLATION,
+               compiled=False, internal=True),
+    # Smeding & Vákár: dual-numbers reverse AD in six steps (S1)
+    *(Derivation(name, summary, "Smeding & Vákár", SMEDING, where, REV, WHOLE_LANGUAGE, knossos.rev_signature)
+      for name, summary, where in (
+          ("dualrev1", "naive dual-numbers reverse AD with backpropagator functions", "§5"),
+          ("dualrev2", "linear factoring of the backpropagators (staging)", "§6"),
+          ("dualrev3", "IDs and the ID monad", "§7, Fig. 9"),
+          ("dualrev4", "Cayley-transformed backpropagators", "§8, Figs 10–11"),
+          ("dualrev5", "mutable arrays for the cotangents", "§8, Figs 12–13"),
+          ("dualrev", "no cotangent array: Contrib data", "§9.1–9.2"),
+          ("dualrevtape", "Contribs written to a tape in the forward pass", "§9.3"))),
+    # Vákár & Smeding: CHAD (C1, C2)
+    Derivation("chadfwd", "combinatory homomorphic AD, forward mode", "CHAD", VAKAR, "§4–§7", FWD,
+               WHOLE_LANGUAGE, knossos.fwd_signature),
+    Derivation("chadrev", "combinatory homomorphic AD, reverse mode", "CHAD", VAKAR, "§4–§7", REV,
+               WHOLE_LANGUAGE, knossos.rev_signature),
+))
