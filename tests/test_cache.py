@@ -142,8 +142,8 @@ def test_a_subfolder_with_other_files_is_not_used_either(tmp_path, monkeypatch, 
     run_f(OTHER, "g")
     assert files(project) == before
     assert [r.getMessage() for r in log.records] == [
-        f"the compile cache {project / 'labrys-cache'} cannot be written "
-        f"({project / 'labrys-cache'} holds files labrys did not write): compiling without it"]
+        (f"the compile cache {project / 'labrys-cache'} cannot be written "
+         f"({project / 'labrys-cache'} holds files labrys did not write): compiling without it")]
     rc, out, err = cli(capsys, "cache", "clear")
     assert rc == 0 and "not usable" in out and err == ""
     assert files(project) == before
@@ -388,8 +388,8 @@ def test_cache_under_a_regular_file_compiles_in_memory(tmp_path, monkeypatch, fr
     run_f(OTHER, "g")
     assert [p.name for p in tmp_path.iterdir()] == ["file"]
     assert [r.getMessage() for r in log.records] == [
-        f"the compile cache {tmp_path / 'file' / 'cache'} cannot be written ({tmp_path / 'file'} is a file, "
-        "not a folder): compiling without it"]
+        (f"the compile cache {tmp_path / 'file' / 'cache'} cannot be written ({tmp_path / 'file'} is a file, "
+         "not a folder): compiling without it")]
     for action in ("info", "clear"):
         rc, out, err = cli(capsys, "cache", action)
         assert rc == 0 and err == "" and "not usable" in out

@@ -218,7 +218,7 @@ def _remove_if_empty(folder: Path) -> None:
         os.rmdir(folder)
     except (FileNotFoundError, NotADirectoryError):
         pass
-    except OSError as exc:
+    except OSError:
         if not os.path.isdir(folder) or os.listdir(folder):
             return
-        raise exc
+        raise

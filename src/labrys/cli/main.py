@@ -12,7 +12,8 @@ import logging
 import sys
 import time
 from importlib import resources
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator
+from typing import Any, Sequence
 
 from ..ad import REGISTRY
 from ..backends import BACKENDS, DEFAULT
