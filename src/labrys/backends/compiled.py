@@ -14,23 +14,11 @@ failed assert, Integer division by zero); the call is then re-run on
 ``python`` (compiled defs are pure), which reports the error exactly as the
 interpreter does.
 
-Note [Compile cache]
-~~~~~~~~~~~~~~~~~~~~
-Numba's ``cache=True`` needs a real source file: the generated module is
-written to ``<cache dir>/<hash>.py``, where the hash covers the generated
-source, labrys's and Numba's versions, and imported from there; Numba keeps
-its machine code next to it (``__pycache__``).  The cache directory is
-``$LABRYS_CACHE_DIR`` or ``~/.cache/labrys``; ``labrys cache clear`` empties
-it.
+The disk cache of compiled modules is :mod:`labrys.backends.cache`
+(Note [Compile cache]); it never sends a def to ``python``.
 """
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import os
-import shutil
-import sys
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -40,55 +28,9 @@ from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.types import BOOL, FLOAT, INTEGER, TTensor, TTuple, Type
 from ..values import dense, make_vec
+from .cache import compiled_function
 from .numba_source import NumbaModuleSource, Unsupported, array_rank
 from .python import PythonBackend, note
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("LABRYS_CACHE_DIR") or Path.home() / ".cache" / "labrys")
-
-
-def cache_info() -> tuple[Path, int, int]:
-    """(directory, number of compiled modules, bytes used)."""
-    root = cache_dir()
-    if not root.exists():
-        return root, 0, 0
-    files = [p for p in root.rglob("*") if p.is_file()]
-    return root, len(list(root.glob("*.py"))), sum(p.stat().st_size for p in files)
-
-
-def clear_cache() -> Path:
-    root = cache_dir()
-    if root.exists():
-        shutil.rmtree(root)
-    return root
-
-
-def _versions() -> str:
-    import numba
-
-    from ..version import __version__
-    return f"labrys {__version__} numba {numba.__version__}"
-
-
-def load_module(text: str) -> Any:
-    """Note [Compile cache]: the generated module, written to the cache and imported."""
-    digest = hashlib.sha256((_versions() + "\n" + text).encode()).hexdigest()[:32]
-    root = cache_dir()
-    root.mkdir(parents=True, exist_ok=True)
-    path = root / f"labrys_{digest}.py"
-    if not path.exists() or path.read_text(encoding="utf-8") != text:
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    name = f"labrys_compiled_{digest}"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    sys.modules[name] = module
-    return module
 
 
 def numba_type(t: Type):
@@ -163,8 +105,7 @@ class CompiledBackend(PythonBackend):
         except Unsupported as why:
             return self.fall_back(d, f"{why} is not supported by the compiled backend")
         try:
-            fn = getattr(load_module(text), entry)
-            fn.compile(tuple(numba_type(p.type) for p in d.params))
+            fn = compiled_function(text, entry, tuple(numba_type(p.type) for p in d.params))
         except LabrysError:
             raise
         except Exception as exc:  # Numba refused the generated code (Note [Compiled fallback])

@@ -30,12 +30,10 @@ HEADER = '''import math as _math
 import numpy as _np
 from numba import njit as _njit
 
-from labrys.backends.numba_runtime import _argextremum, _checkindex, _extremum, _idiv, _shaped
-
 _nan = float("nan")
 _inf = float("inf")
 '''
-DECORATOR = '@_njit(cache=True, error_model="numpy")'
+DECORATOR = '@_njit(cache=_cache, error_model="numpy")'  # _cache and the helpers (numba_runtime): set by cache.py
 BUILTINS_USED = {"float", "range", "abs", "AssertionError", "IndexError", "ValueError", "ZeroDivisionError"}
 MAX_LOOPS = 12  # CPython allows 20 statically nested blocks
 MAX_STATEMENTS = 2000  # Numba's compile time grows faster than linearly with function size

@@ -6,10 +6,13 @@ and a caret, and exits 1; ``--debug`` shows the Python traceback instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import os
 import sys
 import time
+from collections.abc import Iterator
 from importlib import resources
 from typing import Any, Sequence
 
@@ -212,13 +215,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
-    from ..backends.compiled import cache_info, clear_cache
+    """Note [Cache ownership]: clear deletes only what labrys wrote."""
+    from ..backends.cache_folder import cache_info, clear_cache
 
-    if args.action == "clear":
-        print(f"cleared {clear_cache()}")
+    info = clear_cache() if args.action == "clear" else cache_info()
+    if info.problem:
+        print(f"{info.root}: not usable ({info.problem}); the compiled backend compiles without a disk cache")
         return 0
-    root, modules, size = cache_info()
-    print(f"{root}: {modules} compiled modules, {size / 1e6:.1f} MB")
+    what = f"{info.modules} compiled module{'s' * (info.modules != 1)}, {info.size / 1e6:.1f} MB"
+    kept = f"; {info.others} other entr{'ies' if info.others != 1 else 'y'} there, not labrys's, kept" \
+        if info.others else ""
+    if args.action == "clear":
+        print(f"cleared {info.root}: {what}{kept}")
+    else:
+        print(f"{info.root}: {what}{kept.replace(', kept', ' (clear keeps them)')}")
     return 0
 
 
@@ -231,6 +241,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="labrys", description="Run, check and differentiate .ks programs.")
     p.add_argument("--debug", action="store_true",
                    help="show Python tracebacks for errors, and lint the code after every AD pass")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="also show what labrys does behind the scenes (e.g. compile cache repairs)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="run a .ks program (its main, or FN on ARGS)",
@@ -345,10 +357,30 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(handler=cmd_demo)
 
     cache = sub.add_parser("cache", help="the compiled backend's cache: info or clear",
-                           description="Compiled modules live in $LABRYS_CACHE_DIR or ~/.cache/labrys.")
+                           description="Compiled modules live in $LABRYS_CACHE_DIR or ~/.cache/labrys (in its "
+                                       "labrys-cache/ subfolder when that folder holds other files); clear deletes "
+                                       "only the files labrys wrote.")
     cache.add_argument("action", choices=["info", "clear"])
     cache.set_defaults(handler=cmd_cache)
     return p
+
+
+@contextlib.contextmanager
+def library_log(verbose: bool) -> Iterator[None]:
+    """With --verbose, the library's INFO log (``labrys.*`` loggers) on stderr as notes."""
+    if not verbose:
+        yield
+        return
+    logger, level = logging.getLogger("labrys"), logging.getLogger("labrys").level
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("labrys: note: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -357,7 +389,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.debug:  # Note [Pass driver]: lint every pass of every derivation
         os.environ.setdefault("LABRYS_LINT", "1")
     try:
-        return args.handler(args)
+        with library_log(args.verbose):
+            return args.handler(args)
     except LabrysError as exc:
         if args.debug:
             raise
