@@ -94,7 +94,7 @@ def make(file: str):
             raise Unavailable("not available: labrys has no ADBench BA yet (labrys.adbench.ba)") from None
         path = data / "ba" / file
         if not path.exists():
-            raise Unavailable(f"no data file {path} (ADBench's data belongs in shared/data/adbench beside the clone)")
+            raise Unavailable(f"no data file {path} (ADBench's data is the clone's data/adbench)")
         d = ba.read_ba(path)
         keep = OBSERVATIONS.get(size, d.weights.size)
         d = ba.BaInput(d.cams, d.points, d.weights[:keep], d.features[:keep], d.obs[:keep])

@@ -82,7 +82,7 @@ def make(file: str, points: dict[str, int]):
     def instance(data: Path, size: str) -> Instance:
         path = data / "gmm" / "1k" / file
         if not path.exists():
-            raise Unavailable(f"no data file {path} (ADBench's data belongs in shared/data/adbench beside the clone)")
+            raise Unavailable(f"no data file {path} (ADBench's data is the clone's data/adbench)")
         g = read_gmm(path)
         g.x = g.x[:points.get(size, len(g.x))]
         args = (g.alphas, g.means, g.icf, g.x, g.gamma, g.m)

@@ -69,7 +69,7 @@ def make(file: str):
     def instance(data: Path, size: str) -> Instance:
         path = data / "lstm" / file
         if not path.exists():
-            raise Unavailable(f"no data file {path} (ADBench's data belongs in shared/data/adbench beside the clone)")
+            raise Unavailable(f"no data file {path} (ADBench's data is the clone's data/adbench)")
         g = read_lstm(path)
         g.sequence = g.sequence[:CHARACTERS.get(size, len(g.sequence))]
         args = (g.main, g.extra, g.state, g.sequence)

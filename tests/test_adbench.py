@@ -12,8 +12,7 @@ import pytest
 
 from labrys.adbench import read_gmm, read_lstm, run_gmm, run_lstm, write_outputs
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "adbench" / "gmm"
-needs_data = pytest.mark.skipif(not DATA.exists(), reason="ADBench data not beside the repository")
+DATA = Path(__file__).resolve().parents[1] / "data" / "adbench" / "gmm"
 
 
 def Q_of(icf_row: np.ndarray, d: int) -> np.ndarray:
@@ -64,7 +63,6 @@ def reference(g) -> tuple[float, np.ndarray]:
     return f, np.concatenate([d_alpha, d_means.ravel(), d_icf.ravel()])
 
 
-@needs_data
 def test_gmm_test_instance_matches_adbench_and_reference():
     result = run_gmm(DATA / "test.txt")
     assert result.objective == pytest.approx(8.07380408004975791, rel=1e-8)  # ADBench's expected value
@@ -74,7 +72,6 @@ def test_gmm_test_instance_matches_adbench_and_reference():
     assert result.fd_relative_error < 1e-6
 
 
-@needs_data
 def test_gmm_1k_points_against_the_closed_form():
     result = run_gmm(DATA / "1k" / "gmm_d2_K5.txt")
     f, grad = reference(read_gmm(DATA / "1k" / "gmm_d2_K5.txt"))
@@ -82,13 +79,12 @@ def test_gmm_1k_points_against_the_closed_form():
     assert result.gradient == pytest.approx(grad, rel=1e-6, abs=1e-9)
 
 
-@needs_data
 def test_cli_writes_adbench_output_files(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "labrys.cli.main", "adbench", "gmm", str(DATA / "test.txt"),
                            "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    objective = float((tmp_path / "test_F_labrys.txt").read_text())
-    gradient = [float(x) for x in (tmp_path / "test_J_labrys.txt").read_text().split()]
+    objective = float((tmp_path / "gmm" / "test_F_labrys.txt").read_text())
+    gradient = [float(x) for x in (tmp_path / "gmm" / "test_J_labrys.txt").read_text().split()]
     f, grad = reference(read_gmm(DATA / "test.txt"))
     assert objective == pytest.approx(f, rel=1e-12) and gradient == pytest.approx(list(grad), rel=1e-6, abs=1e-9)
 
@@ -155,7 +151,6 @@ def test_lstm_small_instance_gradient_against_numpy_finite_differences(tmp_path)
     assert result.gradient == pytest.approx(fd, rel=1e-6, abs=1e-9)
 
 
-@needs_data
 def test_lstm_l2_c1024():
     path = DATA.parent / "lstm" / "lstm_l2_c1024.txt"
     data = read_lstm(path)
@@ -176,9 +171,20 @@ def test_example_copies_are_the_packaged_programs():
         assert (root / "examples" / "adbench" / f"{name}.ks").read_text() == packaged, name
 
 
-@needs_data
 def test_a_gradient_needs_a_reverse_derivation():
     from labrys import LabrysError
     from labrys.adbench import RUNNERS
     with pytest.raises(LabrysError, match=r"--deriv: a gradient needs a reverse derivation \(rev\b.*\), not 'fwd'"):
         RUNNERS["gmm"](DATA / "test.txt", "fwd")
+
+
+def test_adbench_outputs_of_two_problems_never_overwrite_each_other(tmp_path, capsys):
+    from labrys.cli.main import main
+
+    root = Path(__file__).resolve().parents[1] / "data" / "adbench"
+    assert main(["adbench", "gmm", str(root / "gmm" / "test.txt"), "--out", str(tmp_path), "--backend", "interp"]) == 0
+    gmm_f = (tmp_path / "gmm" / "test_F_labrys.txt").read_text()
+    assert main(["adbench", "ba", str(root / "ba" / "test.txt"), "--out", str(tmp_path), "--backend", "interp"]) == 0
+    assert (tmp_path / "gmm" / "test_F_labrys.txt").read_text() == gmm_f
+    assert (tmp_path / "ba" / "test_F_labrys.txt").exists()
+    assert capsys.readouterr().err == ""

@@ -13,8 +13,7 @@ import pytest
 from labrys import LabrysError
 from labrys.adbench import RUNNERS, read_ba, run_ba
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "adbench" / "ba"
-needs_data = pytest.mark.skipif(not DATA.exists(), reason="ADBench data not beside the repository")
+DATA = Path(__file__).resolve().parents[1] / "data" / "adbench" / "ba"
 
 
 # --- the NumPy transcription (works on complex numbers for the complex step) ---------
@@ -77,7 +76,6 @@ CAM = [1.797201, 0.590697, -0.635786, 90.859550, 29.361415, 28.777534, 211.62811
 
 # --- tests ---------------------------------------------------------------------------
 
-@needs_data
 def test_reader_replicates_one_camera_point_weight_and_feature():
     data = read_ba(DATA / "test.txt")
     assert data.cams.shape == (2, 11) and data.points.shape == (10, 3) and data.weights.shape == (10,)
@@ -86,7 +84,6 @@ def test_reader_replicates_one_camera_point_weight_and_feature():
     assert [tuple(o) for o in data.obs] == [(i % 2, i % 10) for i in range(10)]
 
 
-@needs_data
 def test_test_instance_residuals_and_jacobian_match_numpy():
     n, m, p, x, z = numpy_problem(DATA / "test.txt")
     result = run_ba(DATA / "test.txt")
@@ -106,7 +103,6 @@ def test_test_instance_residuals_and_jacobian_match_numpy():
     assert result.fd.entries == 310 and result.fd.max_error < 1e-6
 
 
-@needs_data
 @pytest.mark.parametrize("derivation", ["fwd", "fwdt", "dualfwd", "deltarev"])
 def test_other_derivations_give_the_same_jacobian(derivation):
     rev, fwd = run_ba(DATA / "test.txt"), run_ba(DATA / "test.txt", derivation)
@@ -131,18 +127,17 @@ def test_many_observations_check_a_sample_of_entries(tmp_path):
     assert result.jacobian.dense() == pytest.approx(numpy_jacobian(n, m, p, x, z), rel=1e-6, abs=1e-9)
 
 
-@needs_data
 def test_cli_writes_adbench_output_files(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "labrys.cli.main", "adbench", "ba", str(DATA / "test.txt"),
                            "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "310 stored entries" in proc.stdout and "finite-difference check of 310 entries" in proc.stdout
     n, m, p, x, z = numpy_problem(DATA / "test.txt")
-    lines = (tmp_path / "test_F_labrys.txt").read_text().splitlines()
+    lines = (tmp_path / "ba" / "test_F_labrys.txt").read_text().splitlines()
     assert lines[0] == "Reprojection error:" and lines[21] == "Zach weight error:" and len(lines) == 32
     values = [float(v) for v in lines[1:21] + lines[22:]]
     assert values == pytest.approx(list(numpy_residuals(n, m, p, x, z)), rel=1e-8, abs=1e-12)
-    shape, nrows, rows, ncols, cols, vals = (tmp_path / "test_J_labrys.txt").read_text().splitlines()
+    shape, nrows, rows, ncols, cols, vals = (tmp_path / "ba" / "test_J_labrys.txt").read_text().splitlines()
     assert shape == "30 62" and nrows == "31" and ncols == "310"
     dense = np.zeros((30, 62))
     r_at, c_at, v_at = [int(v) for v in rows.split()], [int(v) for v in cols.split()], [float(v) for v in vals.split()]

@@ -119,12 +119,15 @@ def test_unknown_backend_is_a_labrys_error() -> None:
 
 # --- fallback notes, the cache, the command line ---------------------------------------
 
-def test_closures_fall_back_with_a_note(capsys) -> None:
+def test_closures_fall_back_with_a_note_under_verbose(capsys) -> None:
     from labrys.cli.main import main
 
     assert main(["run", str(ROOT / "examples" / "closures.ks"), "--backend", "compiled"]) == 0
     out, err = capsys.readouterr()
     assert same_output(out, (ROOT / "examples" / "expected" / "closures.out").read_text())
+    assert err == ""  # quiet on success
+    assert main(["--verbose", "run", str(ROOT / "examples" / "closures.ks"), "--backend", "compiled"]) == 0
+    out, err = capsys.readouterr()
     notes = [line for line in err.splitlines() if line.startswith("labrys: note: ")]
     assert notes and all("runs on the python backend: " in n and "closures.ks:" in n for n in notes)
     assert any("lambda at " in n for n in notes)

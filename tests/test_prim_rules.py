@@ -426,8 +426,8 @@ def test_nondiff_primitives(name):
 
 # --- 5. completeness ----------------------------------------------------------------
 
-STRUCTURAL = {"build", "sumbuild", "fold", "map", "ifold"}
-NO_DERIVATIVE = {"digamma",
+STRUCTURAL = {"build", "sumbuild", "fold", "map", "ifold", "ts_sumbuild"}
+NO_DERIVATIVE = {"digamma", "rfold",
                  # Krawiec et al.'s run-time helpers, never differentiated (ad/deltas.py, ad/dual_io.py)
                  "zeroS", "oplus", "otimes", "deltaInputs", "delta2Inputs", "delta1Inputs",
                  "deltaGradient", "delta2Gradient", "delta1Gradient", "dualZip"}

@@ -204,6 +204,7 @@ def test_a_registered_primitive_works_everywhere(cube):
 
 NO_DERIVATIVE = {  # primitives no derivation differentiates, and why
     "digamma": "its derivative, trigamma, is not in the prelude",
+    "rfold": "the reverse sweep of fold in [rev f]; second derivatives of folds go [rev [fwd f]]",
     **{name: "run-time support of Krawiec et al.'s algorithms, called by generated code only"
        for name in ("zeroS", "oplus", "otimes", "deltaInputs", "delta2Inputs", "delta1Inputs", "deltaGradient",
                     "delta2Gradient", "delta1Gradient", "dualZip")},
@@ -305,3 +306,13 @@ def test_a_nested_program_is_not_differentiated_by_a_backend():
     for backend in ("interp", "python", "compiled"):
         m = labrys.load(text, backend=backend)
         assert m.g(0.5) == pytest.approx(np.exp(0.5) * 1.5, rel=1e-14), backend
+
+
+def test_the_primitive_reference_is_generated_and_up_to_date(capsys):
+    from labrys.cli.prims import reference
+
+    page = (ROOT / "docs" / "primitives.md").read_text()
+    assert page == reference(markdown=True), "regenerate it: labrys prims --markdown > docs/primitives.md"
+    for name in PRIMITIVES:
+        assert f"| `{name}` |" in page
+    assert main(["prims"]) == 0 and "Maths on Floats" in capsys.readouterr().out

@@ -6,11 +6,12 @@ from .context import METER
 from .errors import LabrysError
 from .syntax.parser import parse_expr, parse_program
 from .syntax.printer import show_expr, show_program
-from .transforms import grad, jvp, vjp
+from .transforms import grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, value_and_grad, vjp
 from .types.tangent import tangent_type
 from .verify import verify
 from .version import __version__
 
-__all__ = ["Derivative", "Function", "LabrysError", "grad", "jvp", "vjp", "METER", "Module", "check_program",
+__all__ = ["Derivative", "Function", "LabrysError", "grad", "hessian", "hvp", "jacfwd", "jacobian", "jacrev", "jvp",
+           "value_and_grad", "vjp", "METER", "Module", "check_program",
            "evaluate", "load", "parse_expr", "parse_program", "show_expr", "show_program", "tangent_type", "verify",
            "__version__"]

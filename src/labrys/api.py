@@ -9,7 +9,7 @@ from .ad import REGISTRY, Derivations, Linker
 from .backends import Backend, make_backend
 from .backends.interp import Interpreter, Slots
 from .context import run_scope
-from .errors import LabrysError, Source
+from .errors import LabrysError, Source, Span
 from .ir import nodes as ir
 from .ir.names import DerivedName, Name, erase_types, show_name
 from .ir.types import TTuple, Type
@@ -26,7 +26,7 @@ def load(path_or_text: str | os.PathLike, *, name: str | None = None, backend: s
     """Parse and type-check a `.ks` file (a path) or `.ks` source text.  ``backend``:
     "interp", "python" or "compiled" (default: ``$LABRYS_BACKEND``, else "compiled")."""
     text, filename = _read_source(path_or_text)
-    return Module(check_program(parse_program(text, name or filename)), backend=backend)
+    return Module(check_program(parse_program(text, name or filename)), backend=backend, name=name or filename)
 
 
 def check_program(program: ir.Program) -> CheckedProgram:
@@ -45,9 +45,16 @@ def _read_source(path_or_text: str | os.PathLike) -> tuple[str, str]:
     if isinstance(path_or_text, os.PathLike) or _looks_like_path(path_or_text):
         path = Path(path_or_text)
         try:
-            return path.read_text(encoding="utf-8"), str(path)
-        except (OSError, UnicodeDecodeError) as exc:
-            raise LabrysError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+            data = path.read_bytes()
+        except OSError as exc:
+            raise LabrysError(f"cannot read {path}: {exc.strerror or exc}") from None
+        try:
+            return data.decode("utf-8"), str(path)
+        except UnicodeDecodeError as exc:  # positioned at the first byte that is not UTF-8
+            source = Source(str(path), data.decode("utf-8", errors="replace"))
+            start = len(data[:exc.start].decode("utf-8", errors="replace"))
+            raise LabrysError(f"not a .ks text file: the byte 0x{data[exc.start]:02x} is not UTF-8",
+                              Span(source, start, start + 1)) from None
     return str(path_or_text), "<string>"
 
 
@@ -78,7 +85,7 @@ class Function:
 
     def __call__(self, *args: Any) -> Any:
         sig, value = self.select(args)
-        with run_scope():
+        with run_scope(self.module.backend.name):
             return to_python(self.module.backend.call(sig, value))
 
     def select(self, args: tuple) -> tuple[Signature, Any]:
@@ -111,8 +118,8 @@ class Module:
     """A checked program, ready to run on one backend (``module.backend``; the
     reference ``module.interpreter`` evaluates argument expressions and meters ops)."""
 
-    def __init__(self, checked: CheckedProgram, backend: str | None = None):
-        self.checked = checked
+    def __init__(self, checked: CheckedProgram, backend: str | None = None, name: str = "<program>"):
+        self.checked, self.name = checked, name
         self.externals: dict[Any, Callable] = {}
         self.derivations = Derivations(checked)
         self.linker = Linker(self.derivations)
@@ -191,6 +198,11 @@ class Module:
     def __str__(self) -> str:
         return show_program(self.program)
 
+    def __repr__(self) -> str:
+        names = self.names()
+        shown = ", ".join(names[:8]) + (", …" if len(names) > 8 else "")
+        return f"<labrys module {self.name}: {len(names)} functions ({shown}) on the {self.backend.name} backend>"
+
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 
@@ -224,7 +236,7 @@ class Derivative:
             self._code = self.module.backend.compile_def(self.d)
         value = from_python(args[0] if len(args) == 1 else tuple(args), self.d.arg_type,
                             f"argument of {show_name(self.d.name)}")
-        with run_scope():
+        with run_scope(self.module.backend.name):
             return to_python(run_deep(lambda: self._code(value)))
 
     def __repr__(self) -> str:

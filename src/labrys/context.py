@@ -17,6 +17,7 @@ failed run left behind.
 from __future__ import annotations
 
 import contextlib
+import warnings
 from contextvars import ContextVar
 from typing import Any, Iterator
 
@@ -24,12 +25,13 @@ _CURRENT: ContextVar["Context"] = ContextVar("labrys_context")
 
 
 class Context:
-    __slots__ = ("ops", "tapes", "last_tape")
+    __slots__ = ("ops", "tapes", "last_tape", "unmetered")
 
     def __init__(self) -> None:
         self.ops = 0                 # scalar operations executed by primitives (the op-count meter)
         self.tapes: list[Any] = []   # the Delta tapes of the deltarev runs in progress, innermost last
         self.last_tape: Any = None   # the tape of the last finished deltarev run, for inspection
+        self.unmetered: dict[str, int] = {}  # backend -> calls that ran without counting ops
 
 
 def current() -> Context:
@@ -48,9 +50,12 @@ def count(ops: int) -> None:
 
 
 @contextlib.contextmanager
-def run_scope() -> Iterator[Context]:
-    """One entry into generated code: tapes pushed inside are gone afterwards."""
+def run_scope(backend: str = "interp") -> Iterator[Context]:
+    """One entry into generated code on ``backend``: tapes pushed inside are gone
+    afterwards; a backend other than the interpreter does not count operations."""
     ctx = current()
+    if backend != "interp":
+        ctx.unmetered[backend] = ctx.unmetered.get(backend, 0) + 1
     depth = len(ctx.tapes)
     try:
         yield ctx
@@ -59,11 +64,19 @@ def run_scope() -> Iterator[Context]:
 
 
 class Meter:
-    """``labrys.METER``: the op count of the calling thread's context."""
+    """``labrys.METER``: the op count of the calling thread's context.  Only the
+    interpreter counts; reading the meter after calls on another backend warns."""
 
     @property
     def ops(self) -> int:
-        return current().ops
+        ctx = current()
+        if ctx.unmetered:
+            calls = ", ".join(f"{n} on {b}" for b, n in ctx.unmetered.items())
+            ctx.unmetered = {}
+            warnings.warn(f"labrys.METER counts operations on the interp backend only; calls since the last "
+                          f"reading ran uncounted ({calls}): load(..., backend='interp') to count them",
+                          stacklevel=2)
+        return ctx.ops
 
     @ops.setter
     def ops(self, value: int) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -74,6 +74,9 @@ class CostReport:
 
     def verdict(self, curve: Curve) -> str:
         ratios = [d / p for d, p in zip(curve.ops, self.primal.ops)]
+        if len(set(self.primal.ops)) == 1:  # the primal does not grow with n: no slope to fit
+            grows = len(set(curve.ops)) > 1
+            return "grows while the primal is constant" if grows else "constant (the primal does not grow with n)"
         bounded = self.slope(curve) < 1.1 and max(ratios) < 2 * min(ratios) + 1
         return "linear (a constant times the primal)" if bounded else "super-linear"
 
@@ -86,7 +89,21 @@ def _timed(fn, arg) -> tuple[int, float]:
     return METER.ops - before, seconds
 
 
-def measure(module: Module, name: str, derivations: list[str], sizes: list[int], seed: int = 0) -> CostReport:
+def check_sizes(sizes: list[int]) -> None:
+    if len(set(sizes)) < 2 or min(sizes) < 1:
+        raise LabrysError(f"cost needs at least two different sizes, each a positive whole number; got {sizes}")
+
+
+def plotting_available() -> None:
+    """Fail before the work when --plot cannot be drawn."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise LabrysError("--plot needs matplotlib: pip install 'labrys[plot]'") from None
+
+
+def measure(module: Module, name: str, derivations: list[str], sizes: list[int], seed: int = 0,
+            progress: Callable[[str], None] = lambda text: None) -> CostReport:
     f = module.function(name)
     if len(f.sigs) != 1:
         raise LabrysError(f"{name} is overloaded: name one, e.g. '[{name} Float]'")
@@ -99,7 +116,9 @@ def measure(module: Module, name: str, derivations: list[str], sizes: list[int],
     primal_code = module.interpreter.cell(sig)
     report = CostReport(name, list(sizes), Curve("primal"), [Curve(d) for d in derivations])
     rng = np.random.default_rng(seed)
+    check_sizes(sizes)
     for n in sizes:
+        progress(f"n = {n}")
         x = from_python(sized_value(sig.arg, n, rng), sig.arg)
         ops, secs = run_deep(partial(_timed, primal_code[0], x))
         report.primal.ops.append(max(ops, 1))
@@ -126,7 +145,8 @@ def table(report: CostReport) -> str:
                                                                      for c in report.derived)
         lines.append(row)
     for c in report.derived:
-        lines.append(f"{c.derivation}: log-log slope against the primal {report.slope(c):.3f} — {report.verdict(c)}")
+        slope = "" if len(set(report.primal.ops)) == 1 else f"log-log slope against the primal {report.slope(c):.3f} — "
+        lines.append(f"{c.derivation}: {slope}{report.verdict(c)}")
     return "\n".join(lines)
 
 

@@ -1,15 +1,23 @@
-"""``grad``, ``jvp`` and ``vjp`` of labrys functions, by any registered derivation
-whose calling convention fits (:class:`labrys.ad.derivation.Convention`).
+"""The function transformations a JAX user expects — ``grad``, ``value_and_grad``,
+``jvp``, ``vjp``, ``jacfwd``/``jacrev``/``jacobian``, ``hessian``, ``hvp`` — on
+labrys functions, by any registered derivation whose calling convention fits
+(:class:`labrys.ad.derivation.Convention`).
 
 A reverse method (``rev``, ``deltarev`` …) gives a gradient in one call.  A
 forward method (``fwd``, ``fwdt``, ``dualfwd`` …) gives one directional
 derivative per call, so its gradient is assembled from one call per real of
-the argument (a column of the Jacobian each).  A method of another kind
-(``D``, a translation) is refused, naming the methods that fit.
+the argument.  A method of another kind (``D``, a translation) is refused,
+naming the methods that fit.  Second derivatives differentiate a derived
+function: ``hessian`` and ``hvp`` run ``[rev [fwd f]]`` (or ``[fwd [rev f]]``),
+which labrys generates like any other derived function.
+
+Unlike JAX, ``argnums=None`` (the default) means every argument: the gradient
+of ``f(x, y)`` is the pair ``(df/dx, df/dy)``.  Gradients come back shaped like
+the arguments given (a 2-D array for a ``Vec (Vec Float)`` passed as one).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -18,30 +26,54 @@ from .ad.derivation import Derivation
 from .ad.dual_io import cotangent_like, count_reals
 from .api import Derivative, Function
 from .errors import LabrysError
-from .ir.names import show_name
-from .ir.types import FLOAT
-from .values import to_python
+from .ir.names import DerivedName, show_name
+from .ir.types import FLOAT, TTuple, Type
+from .values import from_python, to_python, zero_tangent_of
 
 FORWARD, REVERSE = "forward", "reverse"
+Argnums = int | Sequence[int] | None
 
 
-def grad(f: Function, method: str = "rev") -> Callable[..., Any]:
-    """The gradient of a Float-valued labrys function: ``grad(m.f)(x, y)``."""
-    f = _function(f, "grad")
-    entry = _method(method, (REVERSE, FORWARD), "grad")
+def grad(f: Function, argnums: Argnums = None, has_aux: bool = False, method: str = "rev") -> Callable[..., Any]:
+    """The gradient of a Float-valued labrys function: ``grad(m.f)(x, y)``.  With
+    ``has_aux``, f returns ``(value, aux)`` and the result is ``(gradient, aux)``."""
+    both = value_and_grad(f, argnums, has_aux, method)
 
     def gradient(*args: Any) -> Any:
+        value, g = both(*args)
+        return (g, value[1]) if has_aux else g
+    return gradient
+
+
+def value_and_grad(f: Function, argnums: Argnums = None, has_aux: bool = False,
+                   method: str = "rev") -> Callable[..., tuple[Any, Any]]:
+    """``(f(x), grad f(x))`` from one derivative run (the value, with has_aux, is ``(value, aux)``)."""
+    f = _function(f, "value_and_grad")
+    entry = _method(method, (REVERSE, FORWARD), "grad")
+    _check_argnums(argnums)
+
+    def both(*args: Any) -> tuple[Any, Any]:
         sig, value = f.select(args)
-        if sig.ret != FLOAT:
-            raise LabrysError(f"grad needs a Float result; {show_name(sig.name)} returns {sig.ret} (use vjp)")
+        out = f(*args)
+        if has_aux:
+            if not (isinstance(sig.ret, TTuple) and len(sig.ret.elems) == 2 and sig.ret.elems[0] == FLOAT):
+                raise LabrysError(f"has_aux needs f to return (Tuple Float AUX); {show_name(sig.name)} returns "
+                                  f"{sig.ret}")
+            seed = (1.0, to_python(zero_tangent_of(from_python(out[1], sig.ret.elems[1]))))
+        elif sig.ret != FLOAT:
+            raise LabrysError(f"grad needs a Float result; {show_name(sig.name)} returns {sig.ret} (use vjp, or "
+                              "has_aux=True for (Tuple Float AUX))")
+        else:
+            seed = 1.0
         derived = Derivative(f.module, method, sig)
         if entry.convention.direction == REVERSE:
-            return derived(_primal(args), 1.0)
-        basis = np.eye(count_reals(value, sig.arg))
-        columns = [entry.convention.tangent(derived(_primal(args), to_python(cotangent_like(e, value, sig.arg))))
-                   for e in basis]
-        return to_python(cotangent_like(np.array(columns, dtype=float), value, sig.arg))
-    return gradient
+            g = derived(_primal(args), seed)
+        else:  # one directional derivative per real of the argument
+            columns = [_first(entry.convention.tangent(derived(_primal(args), d)), has_aux)
+                       for d in _basis(value, sig.arg)]
+            g = to_python(cotangent_like(np.array(columns, dtype=float), value, sig.arg))
+        return out, _select(_shaped_like(g, _primal(args)), argnums, len(args))
+    return both
 
 
 def jvp(f: Function, primals: tuple, tangents: tuple, method: str = "fwd") -> tuple[Any, Any]:
@@ -59,7 +91,177 @@ def vjp(f: Function, *primals: Any, method: str = "rev") -> tuple[Any, Callable[
     _method(method, (REVERSE,), "vjp")
     sig, _ = f.select(primals)
     back = Derivative(f.module, method, sig)
-    return f(*primals), lambda ct: back(_primal(primals), ct)
+    return f(*primals), lambda ct: _shaped_like(back(_primal(primals), ct), _primal(primals))
+
+
+def jacrev(f: Function, argnums: Argnums = None, method: str = "rev") -> Callable[..., Any]:
+    """The Jacobian, one reverse sweep per real of the result: shape ``result.shape +
+    argument.shape`` (a tuple over arguments when there are several)."""
+    return _jacobian(f, argnums, method, REVERSE)
+
+
+def jacfwd(f: Function, argnums: Argnums = None, method: str = "fwd") -> Callable[..., Any]:
+    """The Jacobian, one forward sweep per real of the argument (shaped as :func:`jacrev`)."""
+    return _jacobian(f, argnums, method, FORWARD)
+
+
+jacobian = jacrev
+
+
+def hessian(f: Function, argnums: Argnums = None, method: str = "rev", inner: str = "fwd") -> Callable[..., Any]:
+    """The Hessian of a Float-valued function, one run of ``[method [inner f]]`` per
+    real of the argument: reverse over forward by default (it also takes folds),
+    or forward over reverse (``method="fwd", inner="rev"``).  Shape ``x.shape + x.shape``."""
+    f = _function(f, "hessian")
+    _check_argnums(argnums)
+    second = _second_order(method, inner)
+
+    def h(*args: Any) -> Any:
+        sig, value = f.select(args)
+        if sig.ret != FLOAT:
+            raise LabrysError(f"hessian needs a Float result; {show_name(sig.name)} returns {sig.ret}")
+        run = second(f, sig)
+        columns = [_flat(run(_primal(args), d), sig.arg) for d in _basis(value, sig.arg)]
+        return _blocks(np.array(columns).T, args, args, argnums)
+    return h
+
+
+def hvp(f: Function, primals: tuple, tangents: tuple, method: str = "rev", inner: str = "fwd") -> Any:
+    """The Hessian of f at primals times tangents, by one run of ``[method [inner f]]``."""
+    f = _function(f, "hvp")
+    sig, _ = f.select(primals)
+    return _shaped_like(_second_order(method, inner)(f, sig)(_primal(primals), _primal(tangents)), _primal(primals))
+
+
+def _second_order(method: str, inner: str) -> Callable:
+    """(f, sig) -> (x, v) -> H(x) v, by ``[method [inner f]]``: forward over reverse
+    differentiates the gradient in direction v; reverse over forward pulls the
+    directional derivative <∇f(x), v> back to x."""
+    outer_dir = _method(method, (FORWARD, REVERSE), "hessian").convention.direction
+    inner_dir = _method(inner, (FORWARD, REVERSE), "hessian").convention.direction
+    if outer_dir == inner_dir:
+        raise LabrysError(f"hessian and hvp take a forward method over a reverse one or the other way round, "
+                          f"not {method} over {inner}")
+
+    def make(f: Function, sig) -> Callable[[Any, Any], Any]:
+        inner_sig = f.module.checked.functions.by_name(DerivedName(inner, sig.name))
+        if inner_sig is None:
+            raise LabrysError(f"no [{inner} {show_name(sig.name)}] to differentiate again")
+        derived = Derivative(f.module, method, inner_sig)
+        tangent = REGISTRY.get(method).convention.tangent
+        if outer_dir == FORWARD:  # the seed 1.0 of [rev f] is held fixed: its tangent is 0.0
+            return lambda x, v: tangent(derived((x, 1.0), (v, 0.0)))
+        return lambda x, v: derived((x, v), 1.0)[0]
+    return make
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+def _jacobian(f: Function, argnums: Argnums, method: str, direction: str) -> Callable[..., Any]:
+    f = _function(f, "jacrev" if direction == REVERSE else "jacfwd")
+    _check_argnums(argnums)
+    entry = _method(method, (direction,), "jacrev" if direction == REVERSE else "jacfwd")
+
+    def jac(*args: Any) -> Any:
+        sig, value = f.select(args)
+        out = f(*args)
+        out_value = from_python(out, sig.ret)
+        derived = Derivative(f.module, method, sig)
+        if direction == REVERSE:
+            rows = [_flat(derived(_primal(args), d), sig.arg) for d in _basis(out_value, sig.ret)]
+            flat = np.array(rows).reshape(len(rows), count_reals(value, sig.arg))
+        else:
+            columns = [_flat(entry.convention.tangent(derived(_primal(args), d)), sig.ret)
+                       for d in _basis(value, sig.arg)]
+            flat = np.array(columns).reshape(len(columns), count_reals(out_value, sig.ret)).T
+        return _blocks(flat, (out,), args, argnums)
+    return jac
+
+
+def _basis(value: Any, t: Type) -> list[Any]:
+    """One-hot tangents of ``value : t``, one per real, as Python values."""
+    n = count_reals(value, t)
+    return [to_python(cotangent_like(e, value, t)) for e in np.eye(n)]
+
+
+def _flat(v: Any, t: Type) -> np.ndarray:
+    """The reals of a tangent value of ``dT(t)``, in order."""
+    out: list[float] = []
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (tuple, list)):
+            stack.extend(reversed(x))
+        elif isinstance(x, np.ndarray) and x.dtype == object:
+            stack.extend(reversed(list(x)))
+        elif isinstance(x, np.ndarray):
+            out.extend(x.ravel().tolist())
+        elif isinstance(x, float | int) and not isinstance(x, bool):
+            out.append(float(x))
+    return np.array(out)
+
+
+def _shape(x: Any) -> tuple[int, ...] | None:
+    """The array shape of a Python value made of reals (None: not an array of reals)."""
+    if isinstance(x, float | int) and not isinstance(x, bool):
+        return ()
+    try:
+        a = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        return None
+    return a.shape
+
+
+def _blocks(flat: np.ndarray, rows_like: tuple, cols_like: tuple, argnums: Argnums) -> Any:
+    """A flat matrix (reals of ``rows_like`` × reals of ``cols_like``) as blocks shaped
+    ``row.shape + col.shape``: one per argument, or rows × arguments for a Hessian of
+    several arguments; the flat matrix itself when a part is not an array of reals."""
+    row_shapes, col_shapes = [_shape(r) for r in rows_like], [_shape(c) for c in cols_like]
+    if any(s is None for s in row_shapes + col_shapes):
+        return flat
+    def cuts(shapes):
+        ends = np.cumsum([int(np.prod(s)) for s in shapes])
+        return list(zip([0, *ends[:-1]], ends))
+    def block(r0, r1, c0, c1, shape):
+        b = flat[r0:r1, c0:c1].reshape(shape)
+        return float(b) if b.ndim == 0 else b
+    grid = [tuple(block(r0, r1, c0, c1, rs + cs) for (c0, c1), cs in zip(cuts(col_shapes), col_shapes))
+            for (r0, r1), rs in zip(cuts(row_shapes), row_shapes)]
+    picked = [_select(row if len(cols_like) > 1 else row[0], argnums, len(cols_like)) for row in grid]
+    if len(rows_like) == 1:
+        return picked[0]
+    return _select(tuple(picked), argnums, len(rows_like))
+
+
+def _check_argnums(argnums: Any) -> None:
+    ok = argnums is None or isinstance(argnums, int) or \
+        isinstance(argnums, (tuple, list)) and all(isinstance(k, int) for k in argnums)
+    if not ok:
+        raise LabrysError(f"argnums takes an int, a tuple of ints or None, not {argnums!r} "
+                          "(the derivation is method=..., e.g. grad(f, method='deltarev'))")
+
+
+def _select(g: Any, argnums: Argnums, n_args: int) -> Any:
+    if argnums is None:
+        return g
+    parts = g if n_args > 1 else (g,)
+    for k in [argnums] if isinstance(argnums, int) else argnums:
+        if not -n_args <= k < n_args:
+            raise LabrysError(f"argnums {argnums}: the function takes {n_args} argument(s)")
+    return parts[argnums] if isinstance(argnums, int) else tuple(parts[k] for k in argnums)
+
+
+def _shaped_like(g: Any, like: Any) -> Any:
+    """``g`` in the form of the argument the user gave: a 2-D array stays one."""
+    if isinstance(like, tuple) and isinstance(g, tuple):
+        return tuple(_shaped_like(a, b) for a, b in zip(g, like))
+    if isinstance(like, np.ndarray) and like.dtype != object and isinstance(g, list):
+        return np.array(g, dtype=float).reshape(like.shape)
+    return g
+
+
+def _first(tangent: Any, has_aux: bool) -> Any:
+    return tangent[0] if has_aux else tangent
 
 
 def _function(f: Any, what: str) -> Function:

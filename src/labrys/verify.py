@@ -198,7 +198,8 @@ def _short(x: Any) -> str:
     return repr(to_python(x) if not isinstance(x, list) else x)[:60]
 
 
-def verify(module: Module, name: str | None = None, **options: Any) -> list[Row]:
+def verify(module: Module, name: str | None = None, progress: Callable[[str], None] = lambda text: None,
+           **options: Any) -> list[Row]:
     """One row per function (or for ``name``) whose input and output hold Floats."""
     rows = []
     for d in module.program.decls:
@@ -206,6 +207,7 @@ def verify(module: Module, name: str | None = None, **options: Any) -> list[Row]
             continue
         if is_constant_tangent(d.arg_type) or is_constant_tangent(d.ret):
             continue
+        progress(show_name(d.name))
         sig = module.checked.functions.resolve(d.name, d.arg_type)
         rows.append(check_function(module, sig, **options))
     if name is not None and not rows:

@@ -36,9 +36,9 @@ from ..ir.build import C, V, get, let, tup
 from ..ir.names import DerivedName, erase_types
 from ..ir.traverse import FreshNames, substitute
 from ..ir.types import FLOAT, INTEGER, TLam, TSum, TTensor, TTuple, Type
-from ..opt.anf import rename_apart, spread_arguments
+from ..opt.anf import desugar_for_ad, rename_apart, spread_arguments
 from ..opt.simplify import is_zero, simplify
-from ..types.checker import Functions, check_expr
+from ..types.checker import Functions, check_def, check_expr
 from ..types.primitives import Primitive, args_of, lookup
 from ..types.tangent import is_constant_tangent, tangent_type
 from ..util.deep import deep
@@ -307,6 +307,7 @@ def translate_def(d: ir.Def, reals: Reals, functions: Functions, fresh: FreshNam
 
 def translation_pipeline(reals: Reals) -> tuple[Pass, ...]:
     def apart(d: ir.Def, work: Work) -> ir.Def:  # the final simplify floats lets: no binder may shadow another
+        d = check_def(_with_body(d, desugar_for_ad(d.body, work.fresh)), work.functions)
         return _with_body(d, rename_apart(spread_arguments(d.body, work.fresh), work.fresh))
 
     def translate(d: ir.Def, work: Work) -> ir.Def:
@@ -345,6 +346,6 @@ def treats(prim: Primitive) -> str:
         return "structural"
     if prim.nondiff:
         return "zero"
-    if prim.name in REDUCTIONS:
+    if prim.name in REDUCTIONS or prim.name == "ts_sumbuild":  # desugared first: opt.anf.desugar_for_ad
         return "own rule"
     return "rule" if "fwd" in prim.rules else "no rule"

@@ -23,7 +23,7 @@ from ..ir.build import C, V, tup
 from ..ir.names import DerivedName, Name, erase_types
 from ..ir.traverse import FreshNames, nodes
 from ..ir.types import TLM, TTuple, Type, has_function
-from ..opt.anf import anf, desugar_map, hoist_loop_invariants, rename_apart, spread_arguments
+from ..opt.anf import anf, desugar_for_ad, hoist_loop_invariants, rename_apart, spread_arguments
 from ..opt.cse import cse
 from ..opt.inline import inline_calls
 from ..opt.lm_laws import optimise_lm
@@ -165,7 +165,7 @@ def _param_lm_names(body: ir.Expr, n: int) -> list[str]:
 
 def _anf_pass(bind_tail: bool) -> Pass:
     def run(d: ir.Def, work: Work) -> ir.Def:
-        d = check_def(_with_body(d, desugar_map(d.body, work.fresh)), work.functions)
+        d = check_def(_with_body(d, desugar_for_ad(d.body, work.fresh)), work.functions)
         body = anf(rename_apart(spread_arguments(d.body, work.fresh), work.fresh), work.fresh, bind_tail)
         work.notes["anf"] = out = _with_body(d, hoist_loop_invariants(body))
         return out
@@ -288,7 +288,7 @@ REV_PIPELINE = (ANF, JACOBIAN, *JACOBIAN_VIEWS, *TRANSPOSED_VIEWS,
 
 
 
-# --- the type maps: [d f] for f : S -> T (LANGUAGE.md §3) ----------------------
+# --- the type maps: [d f] for f : S -> T (docs/reference.md §3) ----------------------
 
 def fwd_signature(s: Type, t: Type) -> tuple[Type, Type]:
     return TTuple((s, tangent_type(s))), tangent_type(t)
@@ -311,7 +311,7 @@ def tupled(signature):
 
 def treats(prim: Primitive) -> str:
     """How these derivations treat a call of ``prim`` (labrys.ad.registry.coverage)."""
-    if prim.name in LOOPS:
+    if prim.name in LOOPS or prim.name == "ts_sumbuild":  # desugared: opt.anf.desugar_for_ad
         return "own rule"
     if prim.nondiff:
         return "zero"

@@ -140,7 +140,7 @@ REGISTRY = Registry((
     _knossos("CL", "conversion to the categorical combinator language and back", "§6, Figs 9–11", SAME_TYPE,
              lambda s, t: (s, t)),
     Derivation("shape", "the sizes of the result without its values", "Knossos", ELLIS,
-               "the Knossos compiler (LANGUAGE.md §3)", SHAPE, WHOLE_LANGUAGE, shape.signature, shape.PIPELINE,
+               "the Knossos compiler (docs/reference.md §3)", SHAPE, WHOLE_LANGUAGE, shape.signature, shape.PIPELINE,
                treats=shape.treats),
     # Krawiec et al.: dual numbers forward, and reverse mode in three steps (V1, V2)
     _krawiec("dualfwd", "forward mode with dual numbers", "§4, Figs 3–4, 15", FWD, knossos.fwd_signature,

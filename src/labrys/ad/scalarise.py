@@ -28,7 +28,7 @@ from ..util.deep import deep
 
 # This pass's own rules (in :meth:`_Scalarise.reduction`) for primitives that are not
 # elementwise or not only elementwise; the elementwise ones say so in their entry.
-REDUCTIONS = {"sum", "sumbuild", "dot", "ts_dot", "max", "min", "deltaVec", "setAt", "mul"}
+REDUCTIONS = {"sum", "sumbuild", "dot", "ts_dot", "max", "min", "deltaVec", "ts_delta", "setAt", "mul"}
 
 
 def scalarise(d: ir.Def, fresh: FreshNames, functions: Functions) -> ir.Def:
@@ -143,9 +143,10 @@ class _Scalarise:
             row = self.sum_of(C("size", args[1]), j, C("mul", C("index", tup(V(i), V(j)), args[0]),
                                                          C("index", V(j), args[1])), FLOAT)
             return C("build", get(1, 2, C("size", args[0])), lam(i, INTEGER, row))
-        if name == "deltaVec" and len(types) == 3 and types[0] == types[1] == index_type(e.type):
+        if name in ("deltaVec", "ts_delta") and len(types) == 3 and types[1] == index_type(e.type):
+            size = args[0] if name == "deltaVec" else C("size", args[0])  # (ts_delta v i x) is shaped like v
             zero = ir.Const(0.0, FLOAT) if types[2] == FLOAT else C("mul", ir.Const(0.0, FLOAT), args[2])
-            return C("build", args[0], lam(i, types[0], if_(C("eq", V(i), args[1]), args[2], zero)))
+            return C("build", size, lam(i, types[1], if_(C("eq", V(i), args[1]), args[2], zero)))
         if name == "setAt" and len(types) == 3 and isinstance(types[1], TTensor) \
                 and types[0] == index_type(types[1]):
             return C("build", C("size", args[1]), lam(i, types[0], if_(C("eq", V(i), args[0]), args[2],

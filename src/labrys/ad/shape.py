@@ -1,5 +1,5 @@
 """``[shape f] : S → shape T`` — the sizes of f's result without its values, the
-Knossos compiler's shape derivation (LANGUAGE.md §3).
+Knossos compiler's shape derivation (docs/reference.md §3).
 
     (def f T (x : S) e)   ↦   (def [shape f] (shape T) (x : S) (shape e))
 

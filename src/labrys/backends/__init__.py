@@ -4,7 +4,7 @@
 interp     the reference interpreter: closures over frames, op-count meter
 python     generated Python source on the interpreter's values (every program)
 compiled   generated Python with explicit loops compiled by Numba; a function
-           it cannot take runs on ``python``, with a one-line note on stderr
+           it cannot take runs on ``python``, with a logged note (``--verbose``)
 =========  ================================================================
 
 ``compiled`` is the default; ``$LABRYS_BACKEND`` changes the default (the
@@ -39,6 +39,9 @@ class Backend(Protocol):
 
     def call(self, sig: Signature, value: Any) -> Any:
         """Run the function ``sig`` on one run-time value (a tuple for several parameters)."""
+
+    def prepare(self, sig: Signature) -> None:
+        """Compile ``sig`` now rather than on its first call."""
 
     def compile_def(self, d: ir.Def) -> Callable[[Any], Any]:
         """Run-time code for a typed def that is not in the program (e.g. a derived one)."""

@@ -1,6 +1,6 @@
 """The ``compiled`` backend: defs that :mod:`labrys.backends.numba_source`
 accepts are compiled with ``numba.njit``; the others run on the ``python``
-backend, with a one-line note on stderr saying which function and why.
+backend, with a note saying which function and why (logged; shown by ``labrys --verbose``).
 
 Note [Compiled fallback]
 ~~~~~~~~~~~~~~~~~~~~~~~~

@@ -1,4 +1,4 @@
-"""The reference interpreter: strict, call-by-value (LANGUAGE.md §7).
+"""The reference interpreter: strict, call-by-value (docs/reference.md §7).
 
 Each typed function body is compiled once into nested Python closures over
 a frame (a list of slots fixed at compile time): variables become slot reads,
@@ -75,11 +75,20 @@ class Interpreter:
             self.cells[key][0] = self._lazy(sig)
         return self.cells[key]
 
+    @deep
+    def prepare(self, sig: Signature) -> None:
+        """Compile ``sig`` now (the compiled backend compiles it with its callees)
+        instead of on its first call."""
+        cell = self.cell(sig)
+        if getattr(cell[0], "lazy", False):
+            cell[0] = self.compile_function(sig)
+
     def _lazy(self, sig: Signature) -> Callable:
         def first_call(arg):
             fn = self.compile_function(sig)
             self.cells[id(sig)][0] = fn
             return fn(arg)
+        first_call.lazy = True
         return first_call
 
     def compile_function(self, sig: Signature) -> Callable[[Any], Any]:

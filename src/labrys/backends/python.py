@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import linecache
-import sys
+import logging
 import time
 from typing import Any, Callable
 
@@ -91,4 +91,6 @@ def _locator(filename: str, line_info: dict[int, tuple[str, Span | None]]) -> Ca
 
 
 def note(message: str) -> None:
-    print(f"labrys: note: {message}", file=sys.stderr)
+    """A diagnostic (e.g. a def that runs on this backend instead of compiled): the
+    ``labrys.backends`` logger, shown by ``labrys --verbose``."""
+    logging.getLogger("labrys.backends").info(message)

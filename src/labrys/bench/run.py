@@ -2,6 +2,7 @@
 and every result compared with a reference."""
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
@@ -31,7 +32,7 @@ class Options:
     derivations: list[str] | None = None  # None: every reverse derivation
     data: Path | None = None
     threads: int = 1                     # threads for the peers (0: each framework's default)
-    progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)
+    progress: Callable[[str], None] = logging.getLogger("labrys.bench").info  # the CLI shows a progress line
 
 
 @dataclass

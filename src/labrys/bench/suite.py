@@ -107,12 +107,12 @@ def select(workloads: list[Workload], names: list[str]) -> list[Workload]:
 
 
 def data_folder(explicit: str | os.PathLike | None = None) -> Path:
-    """ADBench's data: ``explicit``, $LABRYS_ADBENCH_DATA, or shared/data/adbench beside the clone."""
+    """ADBench's data: ``explicit``, $LABRYS_ADBENCH_DATA, or the clone's data/adbench."""
     if explicit:
         return Path(explicit)
     if os.environ.get("LABRYS_ADBENCH_DATA"):
         return Path(os.environ["LABRYS_ADBENCH_DATA"])
-    return Path(__file__).resolve().parents[4] / "shared" / "data" / "adbench"
+    return Path(__file__).resolve().parents[3] / "data" / "adbench"
 
 
 def flatten(value: Any) -> np.ndarray:

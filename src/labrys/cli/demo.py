@@ -33,7 +33,7 @@ def run_demo(source: str, backend: str | None = None) -> int:
     _rule("the same gradient by every reverse algorithm (labrys algorithms lists them)")
     for method in REGISTRY.names("reverse"):
         entry = REGISTRY.get(method)
-        print(f"labrys.grad(module.f, method={method!r:12}) = {format_value(grad(module.f, method)(1.5, 0.5))}"
+        print(f"labrys.grad(module.f, method={method!r:12}) = {format_value(grad(module.f, method=method)(1.5, 0.5))}"
               f"   {entry.paper.short()}")
     _rule("Krawiec et al.'s monadic translation [delta sqnorm] (labrys show FILE sqnorm --deriv deltarev)")
     highlight(module.derive("delta", "sqnorm").source)

@@ -14,11 +14,13 @@ import sys
 import time
 from collections.abc import Iterator
 from importlib import resources
+from pathlib import Path
 from typing import Any, Sequence
 
 from ..ad import REGISTRY
 from ..api import Function, Module, evaluate_typed, load
 from ..backends import BACKENDS, DEFAULT
+from ..context import run_scope
 from ..errors import LabrysError, format_error
 from ..ir import nodes as ir
 from ..ir.names import show_name
@@ -26,6 +28,8 @@ from ..ir.types import TTuple, Type
 from ..syntax.printer import show_program
 from ..types.checker import Signature
 from ..values import PrimError, format_value, from_python
+from ..version import __version__
+from .progress import progress
 
 
 def _cli_value(text: str, index: int, module: Module) -> tuple[str, Any, Type | None]:
@@ -87,12 +91,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.fn is None:
         if "main" not in module.names():
             raise LabrysError(f"{args.file} has no 'main'; name a function: labrys run FILE FN ARGS...")
-        module.function("main")()
-        sys.stdout.flush()
+        sig, value = module.function("main").select(())
     else:
         sig, value = choose_overload(module.function(args.fn), args.args, module)
+    with progress(f"compiling {args.file}"):
+        module.backend.prepare(sig)
+    with run_scope(module.backend.name):
         result = module.backend.call(sig, value)
-        sys.stdout.flush()
+    sys.stdout.flush()
+    if args.fn is not None:
         print(format_value(result, top=False))
     if args.timings:
         total = time.perf_counter() - start
@@ -102,11 +109,23 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    """Every file is checked; each error is reported; the exit code says if any failed."""
+    failed = 0
     for path in args.files:
-        module = load(path, backend="interp")
+        try:
+            module = load(path, backend="interp")
+        except LabrysError as exc:
+            if args.debug:
+                raise
+            failed += 1
+            sys.stdout.flush()
+            print(format_error(exc.message, exc.span, exc.notes), file=sys.stderr)
+            continue
         if not args.quiet:
             print(f"{path}: ok ({len(module.names())} functions)")
-    return 0
+    if failed and len(args.files) > 1:
+        print(f"labrys: {failed} of {len(args.files)} files have errors", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def cmd_fmt(args: argparse.Namespace) -> int:
@@ -128,6 +147,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     return show(args.file, args.fn, args.stages, args.deriv, not args.unoptimised, args.timings)
 
 
+def cmd_prims(args: argparse.Namespace) -> int:
+    from .prims import reference
+
+    sys.stdout.write(reference(args.markdown))
+    return 0
+
+
 def cmd_algorithms(args: argparse.Namespace) -> int:
     from .show import algorithms_table
 
@@ -138,7 +164,8 @@ def cmd_algorithms(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from ..verify import algorithms, verify
 
-    rows = verify(load(args.file, backend=args.backend), args.fn, trials=args.trials, tol=args.tol)
+    with progress(f"verifying {args.file}") as say:
+        rows = verify(load(args.file, backend=args.backend), args.fn, trials=args.trials, tol=args.tol, progress=say)
     names = [a.name for a in algorithms()] + ["agree"]
     if args.json:
         print(json.dumps([{"function": r.function,
@@ -156,11 +183,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_adbench(args: argparse.Namespace) -> int:
     from ..adbench import RUNNERS
 
-    result = RUNNERS[args.problem](args.datafile, args.deriv, backend=args.backend)
+    with progress(f"ADBench {args.problem} on {args.datafile}"):
+        result = RUNNERS[args.problem](args.datafile, args.deriv, backend=args.backend)
     for line in result.summary():
         print(line)
-    if args.out:
-        for path in result.write(args.datafile, args.out):
+    if args.out:  # one folder per problem: gmm's and ba's test.txt never meet
+        for path in result.write(args.datafile, Path(args.out) / args.problem):
             print(f"wrote {path}")
     return 0 if result.ok else 1
 
@@ -172,7 +200,11 @@ def cmd_cost(args: argparse.Namespace) -> int:
         sizes = [int(k) for k in args.sizes.split(",")]
     except ValueError:
         raise LabrysError(f"--sizes takes comma-separated integers, got {args.sizes!r}") from None
-    report = cost.measure(load(args.file, backend="interp"), args.fn, args.deriv or ["rev"], sizes)
+    cost.check_sizes(sizes)
+    if args.plot:
+        cost.plotting_available()
+    with progress(f"measuring {args.fn}") as say:
+        report = cost.measure(load(args.file, backend="interp"), args.fn, args.deriv or ["rev"], sizes, progress=say)
     if args.json:
         print(json.dumps({"function": report.function, "sizes": report.sizes,
                           "primal": {"ops": report.primal.ops, "seconds": report.primal.seconds},
@@ -182,7 +214,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
         print(cost.table(report))
     if args.plot:
         cost.plot(report, args.plot)
-        print(f"wrote {args.plot}", file=sys.stderr)
+        print(f"wrote {args.plot}", file=sys.stderr if args.json else sys.stdout)
     return 0
 
 
@@ -192,10 +224,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
     budget = args.budget if args.budget is not None else 10.0 if args.quick else 60.0
     if args.repeat < 1 or budget <= 0:
         raise LabrysError("--repeat takes a positive whole number and --budget a positive number of seconds")
-    options = Options(repeat=args.repeat, budget=budget, quick=args.quick, backends=args.backend,
-                      peers=args.peer, derivations=args.deriv, data=args.data, threads=args.threads)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("no charts: matplotlib is not installed (pip install 'labrys[plot]'); results.md only")
     command = "labrys bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else "labrys bench"
-    results, written = bench(args.workloads, options, args.out, args.suite, command.strip())
+    with progress("benchmarking") as say:
+        options = Options(repeat=args.repeat, budget=budget, quick=args.quick, backends=args.backend,
+                          peers=args.peer, derivations=args.deriv, data=args.data, threads=args.threads,
+                          progress=lambda line: say(line.strip()))
+        results, written = bench(args.workloads, options, args.out, args.suite, command.strip())
     for path in written:
         print(f"wrote {path}")
     wrong = [f"{r.workload.name}: {row.name}" for r in results for row in r.rows if row.wrong]
@@ -239,10 +277,12 @@ def add_backend(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="labrys", description="Run, check and differentiate .ks programs.")
+    p.add_argument("--version", action="version", version=f"labrys {__version__}")
     p.add_argument("--debug", action="store_true",
                    help="show Python tracebacks for errors, and lint the code after every AD pass")
     p.add_argument("-v", "--verbose", action="store_true",
-                   help="also show what labrys does behind the scenes (e.g. compile cache repairs)")
+                   help="also show what labrys does behind the scenes: functions that run on the python backend "
+                        "instead of compiled, compile cache repairs (or set LABRYS_VERBOSE=1)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="run a .ks program (its main, or FN on ARGS)",
@@ -288,6 +328,12 @@ def build_parser() -> argparse.ArgumentParser:
     algs.add_argument("--json", action="store_true", help="machine-readable output")
     algs.set_defaults(handler=cmd_algorithms)
 
+    prims = sub.add_parser("prims", help="the primitive reference: every primitive, what it does, its facts",
+                           description="Every primitive of the prelude, by section, with its documentation "
+                                       "(docs/primitives.md is the --markdown output).")
+    prims.add_argument("--markdown", action="store_true", help="a Markdown page with each primitive's facts")
+    prims.set_defaults(handler=cmd_prims)
+
     verify = sub.add_parser("verify", help="check derivatives against finite differences and each other",
                             description="For every function (or FN): each derivation against central finite "
                                         "differences, forward against reverse (dot-product test), at random "
@@ -323,7 +369,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="derivation to use: gmm and lstm take a reverse one (default rev); ba and hand any forward "
                           f"or reverse one ({', '.join(REGISTRY.names('forward') + REGISTRY.names('reverse'))}; "
                           "default rev for ba, fwd for hand)")
-    adb.add_argument("--out", metavar="DIR", help="write <name>_F_labrys.txt and <name>_J_labrys.txt here")
+    adb.add_argument("--out", metavar="DIR",
+                     help="write ADBench's <name>_F_labrys.txt and <name>_J_labrys.txt into DIR/PROBLEM/")
     add_backend(adb)
     adb.set_defaults(handler=cmd_adbench)
 
@@ -345,8 +392,10 @@ def build_parser() -> argparse.ArgumentParser:
     bch.add_argument("--quick", action="store_true", help="small sizes: the whole run takes seconds")
     bch.add_argument("--threads", type=int, default=1,
                      help="threads for PyTorch and JAX (default 1, like labrys; 0: their own defaults)")
-    bch.add_argument("--out", metavar="DIR", help="where results.md and the charts go (default benchmarks/results)")
-    bch.add_argument("--data", metavar="DIR", help="ADBench data (default ../shared/data/adbench, or "
+    bch.add_argument("--out", metavar="DIR",
+                     help="where results.md and the charts go (default ./labrys-bench; the committed results "
+                          "are benchmarks/results: name it to refresh them)")
+    bch.add_argument("--data", metavar="DIR", help="ADBench data (default: the clone's data/adbench, or "
                                                     "$LABRYS_ADBENCH_DATA)")
     bch.add_argument("--suite", metavar="DIR", help="the benchmarks folder (default: the clone's benchmarks/)")
     bch.set_defaults(handler=cmd_bench)
@@ -389,7 +438,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.debug:  # Note [Pass driver]: lint every pass of every derivation
         os.environ.setdefault("LABRYS_LINT", "1")
     try:
-        with library_log(args.verbose):
+        with library_log(args.verbose or os.environ.get("LABRYS_VERBOSE", "") not in ("", "0")):
             return args.handler(args)
     except LabrysError as exc:
         if args.debug:

@@ -1,4 +1,4 @@
-"""Structured function names: ``f``, ``[f T]`` and ``[rev f]`` (LANGUAGE.md §1).
+"""Structured function names: ``f``, ``[f T]`` and ``[rev f]`` (docs/reference.md §1).
 
 A plain name is a ``str``.  ``[f T]`` picks the overload of ``f`` at argument
 type ``T``; ``[deriv f]`` names a derived function.

@@ -6,7 +6,7 @@ hashing: ``type`` (filled in by the type checker, see
 ``parse(print(p)) == p`` holds "up to spans" by construction.
 
 A call ``(f a b)`` has ONE argument, the tuple ``(tuple a b)``
-(LANGUAGE.md §3); ``(f)`` has the unit tuple.  A call of a local variable of
+(docs/reference.md §3); ``(f)`` has the unit tuple.  A call of a local variable of
 ``Lam`` type is an :class:`App`; the parser tells the two apart by scope.
 """
 from __future__ import annotations
@@ -77,7 +77,7 @@ class Call(Expr):
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class App(Expr):
-    """Application of a first-class function value (LANGUAGE.md §7)."""
+    """Application of a first-class function value (docs/reference.md §7)."""
 
     func: Expr
     arg: Expr

@@ -1,4 +1,4 @@
-"""The types of the `.ks` language (LANGUAGE.md §2), as immutable values.
+"""The types of the `.ks` language (docs/reference.md §2), as immutable values.
 
 ``Vec T`` is ``Tensor 1 T``; both print as written in Knossos programs.
 """

@@ -168,10 +168,10 @@ def hoist_loop_invariants(e: ir.Expr) -> ir.Expr:
     return _hoist(e)
 
 
-def _desugar_map(e: ir.Expr, fresh: FreshNames) -> ir.Expr:
+def _desugar(e: ir.Expr, fresh: FreshNames, ts_sumbuild: bool) -> ir.Expr:
     kids = children(e)
     if kids:
-        e = rebuild(e, [_desugar_map(c, fresh) for c, _ in kids])
+        e = rebuild(e, [_desugar(c, fresh, ts_sumbuild) for c, _ in kids])
     if isinstance(e, ir.Call) and e.func == "map" and isinstance(e.arg, ir.Tuple):
         f, v = e.arg.elems
         if isinstance(f, ir.Lam) and getattr(v.type, "rank", None) == 1:
@@ -179,6 +179,13 @@ def _desugar_map(e: ir.Expr, fresh: FreshNames) -> ir.Expr:
             body = ir.Let(f.var, ir.Call("index", ir.Tuple((ir.Var(i), ir.Var(vs)))), f.body)
             size = ir.Call("size", ir.Var(vs))
             return ir.Let(vs, v, ir.Call("build", ir.Tuple((size, ir.Lam(i, INTEGER, body)))))
+    if ts_sumbuild and isinstance(e, ir.Call) and e.func == "ts_sumbuild" and isinstance(e.arg, ir.Tuple) \
+            and e.arg.elems[0].type == INTEGER:
+        n, f, like = e.arg.elems
+        k = fresh("n")
+        empty = ir.Call("eq", ir.Tuple((ir.Var(k), ir.Const(0, INTEGER))))
+        return ir.Let(k, n, ir.If(empty, ir.Call("ts_zero", like),
+                                  ir.Call("sumbuild", ir.Tuple((ir.Var(k), f)))))
     return e
 
 
@@ -186,7 +193,15 @@ def _desugar_map(e: ir.Expr, fresh: FreshNames) -> ir.Expr:
 def desugar_map(e: ir.Expr, fresh: FreshNames) -> ir.Expr:
     """(map (lam (x : A) e) v)  ↦  (let (vs v) (build (size vs) (lam (i : Integer) (let (x (index i vs)) e))))
     for a vector v; the result is untyped where rewritten (re-check it)."""
-    return _desugar_map(e, fresh)
+    return _desugar(e, fresh, False)
+
+
+@deep
+def desugar_for_ad(e: ir.Expr, fresh: FreshNames) -> ir.Expr:
+    """As :func:`desugar_map`, and ``(ts_sumbuild n f like)`` (reverse-mode code's
+    loops) as ``(if (eq n 0) (ts_zero like) (sumbuild n f))``, so derivative code can
+    be differentiated again by rules every algorithm already has."""
+    return _desugar(e, fresh, True)
 
 
 # Note [Spread arguments]

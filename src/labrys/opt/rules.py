@@ -1,4 +1,4 @@
-"""User rewrite rules: ``(rule "name" PARAMS LHS RHS)`` (LANGUAGE.md §3).
+"""User rewrite rules: ``(rule "name" PARAMS LHS RHS)`` (docs/reference.md §3).
 
     Γ ⊢ e : τ   ↦   Γ ⊢ rewrite(e) : τ
 

@@ -61,8 +61,8 @@ class _Simplifier:
                 return env.get(name, e)
             case ir.Let():
                 return self.let_chain(e, env)
-            case ir.Get(i, _, ir.Var(name)) if env.get(name, e.arg).name in self.tuples:
-                self.changed = True
+            case ir.Get(i, _, ir.Var(name)) if getattr(env.get(name, e.arg), "name", None) in self.tuples:
+                self.changed = True  # (an atom the variable was copied from may be a constant: no name)
                 return self.tuples[env.get(name, e.arg).name].elems[i - 1]
         kids = children(e)
         if kids:
@@ -157,7 +157,7 @@ def _args(arg: ir.Expr) -> tuple[ir.Expr, ...]:
 
 def _rewrite_call(e: ir.Call, f: str, arg: ir.Expr) -> ir.Expr:
     a = _args(arg)
-    if f == "ts_zero" and a[0].type == FLOAT:
+    if f == "ts_zero" and arg.type == FLOAT:  # one argument, even a tuple literal: not a[0]
         return ir.const(0.0)
     if f == "ts_add" and len(a) == 2 and a[0].type == FLOAT and a[1].type == FLOAT:
         return ir.Call("add", arg, type=e.type)  # reads better; the same on Floats

@@ -1,5 +1,5 @@
 """Arithmetic, comparison and logic primitives; elementwise on tensors and
-tuples (LANGUAGE.md §5), plus the tangent-space operations ``ts_*``."""
+tuples (docs/reference.md §5), plus the tangent-space operations ``ts_*``."""
 from __future__ import annotations
 
 import math
@@ -105,7 +105,7 @@ def wrap64(x: int) -> int:
 
 
 def _idiv(a: int, b: int) -> int:
-    """Integer division truncating toward zero (LANGUAGE.md §5)."""
+    """Integer division truncating toward zero (docs/reference.md §5)."""
     if b == 0:
         raise PrimError("Integer division by zero")
     q = abs(a) // abs(b)
@@ -357,7 +357,7 @@ def _equality(name: str, negate: bool) -> None:
         eq = operator.eq if simple else values_equal
         return spread((lambda a, b: not eq(a, b)) if negate else eq)
 
-    primitive(name, typeof, impl, f"{'In' if negate else ''}equality of two values of the same type.",
+    primitive(name, typeof, impl, f"{'Inequality' if negate else 'Equality'} of two values of the same type.",
               cost=lambda r, a: numel(a), nondiff=True, foldable=True,
               numba=_scalar_infix("!=" if negate else "=="))
 

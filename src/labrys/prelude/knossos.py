@@ -1,5 +1,5 @@
 """Primitives that programs written for the Knossos compiler use beyond
-LANGUAGE.md §5: ``pr``, ``shape``, ``Vec_init``, ``ifold``, ``$check``,
+docs/reference.md §5: ``pr``, ``shape``, ``Vec_init``, ``ifold``, ``$check``,
 ``$BENCH``, ``checkpoint``."""
 from __future__ import annotations
 

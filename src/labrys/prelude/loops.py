@@ -171,7 +171,8 @@ def zero_tangent_fn_of(t: Type) -> Callable:
 
 primitive("ts_sumbuild", _ts_sumbuild_type, _ts_sumbuild_impl,
           "(ts_sumbuild n (lam (i : Integer) e) x): sumbuild of tangents shaped like x; the zero "
-          "tangent of x when n is 0 (reverse mode of loops).", cost=lambda r, a: 0, nondiff=True)
+          "tangent of x when n is 0 (reverse mode of loops; differentiated as an if and a sumbuild).",
+          cost=lambda r, a: 0)
 
 primitive("sumbuild", _sumbuild_type, _sumbuild_impl,
           "(sumbuild n (lam (i : Integer) e)): the sum of e(0) ... e(n-1), without building a vector.",
@@ -279,4 +280,4 @@ def _rfold_impl(t: Type) -> Callable:
 primitive("rfold", _rfold_type, _rfold_impl,
           "(rfold step step_rev acc0 v dacc czero): reverse mode of (fold step acc0 v) (RFold, Ellis et al. "
           "Fig. 15): the cotangents of acc0 and v, and the captured variables' summed contributions.",
-          cost=lambda r, a: 0, nondiff=True)
+          cost=lambda r, a: 0)

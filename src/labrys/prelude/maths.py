@@ -1,4 +1,4 @@
-"""Scalar mathematics on Float (LANGUAGE.md §5), with IEEE results where
+"""Scalar mathematics on Float (docs/reference.md §5), with IEEE results where
 Python's ``math`` would raise (``log 0.0`` is ``-inf``, ``exp 1000.0`` is ``inf``)."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Vector and tensor primitives: index, size, constVec, deltaVec (sparse),
-unzip, dup, elim (LANGUAGE.md §4–5), and the helpers of derivative code
+unzip, dup, elim (docs/reference.md §4–5), and the helpers of derivative code
 (ts_delta, matvec_T, outer).  Loops are in :mod:`labrys.prelude.loops`."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Parse `.ks` s-expressions into the IR (LANGUAGE.md §1–4, §7).
+"""Parse `.ks` s-expressions into the IR (docs/reference.md §1–4, §7).
 
 Every ``(f x)`` with a name in head position is a :class:`Call`; the checker
 turns it into an :class:`App` when ``f`` is a local variable of function type

@@ -1,4 +1,4 @@
-"""Lexing and reading `.ks` text into s-expressions with spans (LANGUAGE.md §1).
+"""Lexing and reading `.ks` text into s-expressions with spans (docs/reference.md §1).
 
 The reader is iterative (an explicit stack), so nesting depth is unbounded.
 """

@@ -1,5 +1,5 @@
 """The type checker: infers and records the type of every expression,
-resolves calls among user overloads and the prelude (LANGUAGE.md §3, §6).
+resolves calls among user overloads and the prelude (docs/reference.md §3, §6).
 
     Σ; Γ ⊢ e : τ   ↦   the same expression with ``.type = τ`` on every node
 

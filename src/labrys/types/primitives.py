@@ -1,4 +1,4 @@
-"""The primitive table: one entry per primitive (LANGUAGE.md §5).
+"""The primitive table: one entry per primitive (docs/reference.md §5).
 
 An entry holds everything labrys knows about a primitive: its type rule, its
 evaluation, its cost for the op-count meter, the facts the optimiser and the

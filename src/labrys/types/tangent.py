@@ -1,4 +1,4 @@
-"""Tangent types, the language's own type map (LANGUAGE.md §2), and the IR
+"""Tangent types, the language's own type map (docs/reference.md §2), and the IR
 for a zero tangent.
 
     dT(Float) = Float;  dT(Integer) = dT(Bool) = dT(String) = (Tuple);
