@@ -21,9 +21,11 @@ backends = pytest.mark.parametrize("backend", BACKENDS)
 
 
 def run_main(path: Path, backend: str) -> str:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
+    """main's output; nothing may appear on stderr (quiet on success, whatever falls back)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         labrys.load(path, backend=backend).function("main")()
+    assert err.getvalue() == "", err.getvalue()
     return out.getvalue()
 
 
