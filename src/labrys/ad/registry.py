@@ -28,7 +28,7 @@ from ..ir import nodes as ir
 from ..ir.types import Type
 from ..types.checker import Functions, Signature, check_def
 from ..types.primitives import Primitive
-from . import deltarev, deltarev1, deltarev2, dual_numbers, dualfwd, knossos, shape
+from . import deltarev, deltarev1, deltarev2, dual_numbers, dualfwd, knossos, shape, split
 from .derivation import (
     ELLIS,
     FIRST_ORDER,
@@ -134,9 +134,12 @@ REGISTRY = Registry((
              knossos.tupled(knossos.jacobian_signature), knossos.DT_PIPELINE),
     _knossos("fwdt", "forward mode returning the value too (polymorphic tupling)", "§5.4, Fig. 8", FWD_TUPLED,
              knossos.tupled(knossos.fwd_signature), knossos.FWDT_PIPELINE),
-    _knossos("suffwdpass", "split reverse mode, forward pass: the value and its BOG", SPLIT, SPLIT_FORWARD, None),
-    _knossos("sufrevpass", "split reverse mode, reverse pass from the BOG", SPLIT, SPLIT_REVERSE, None),
-    _knossos("sufrev", "split reverse mode: the two passes", SPLIT, REV, knossos.rev_signature),
+    _knossos("suffwdpass", "split reverse mode, forward pass: the value and its BOG", SPLIT, SPLIT_FORWARD,
+             split.forward_signature, split.FORWARD_PIPELINE, compiled=False),
+    _knossos("sufrevpass", "split reverse mode, reverse pass from the BOG", SPLIT, SPLIT_REVERSE,
+             split.reverse_signature, split.REVERSE_PIPELINE, compiled=False),
+    _knossos("sufrev", "split reverse mode: the two passes", SPLIT, REV, knossos.rev_signature,
+             split.SUFREV_PIPELINE, compiled=False),
     _knossos("CL", "conversion to the categorical combinator language and back", "§6, Figs 9–11", SAME_TYPE,
              lambda s, t: (s, t)),
     Derivation("shape", "the sizes of the result without its values", "Knossos", ELLIS,

@@ -67,8 +67,9 @@ INTEGER = TBase("Integer")
 BOOL = TBase("Bool")
 STRING = TBase("String")
 DELTA = TBase("Delta")  # the derivative part of a real in deltarev2/deltarev (Krawiec et al. §6–7)
+BOG = TBase("BOG")  # a function's BOG in split reverse mode, opaque (Ellis et al. §11; labrys.ad.bog)
 UNIT = TTuple(())
-BASE_TYPES = {t.name: t for t in (FLOAT, INTEGER, BOOL, STRING, DELTA)}
+BASE_TYPES = {t.name: t for t in (FLOAT, INTEGER, BOOL, STRING, DELTA, BOG)}
 
 
 def Vec(elem: Type) -> TTensor:

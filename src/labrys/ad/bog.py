@@ -1,0 +1,383 @@
+"""BOG AD in the bindings style (Ellis et al.'s working notes §11, Fig. 24, with
+Fig. 26's dup and build): from a def in single-use form, the forward pass that
+stores what the reverse pass needs — the *BOG* (backward-pass object graph) —
+and the reverse pass that reads it.
+
+    Γ ⊢ e : T  (SUF)   ↦   Γ ⊢ ∇f⟦e⟧ : (T, B⟦e⟧)
+                            ∂t : dT, b : B⟦e⟧ ⊢ ∇r⟦e⟧ ∂t b : binds ∂x for every x ∈ fv(e)
+
+    [suffwdpass f] : S → (T, BOG)        [sufrevpass f] : (dT, BOG) → dS
+
+One case per construct, in Fig. 24's order: constants, variables, calls (of a
+primitive: its rule; of a user function g: ``[suffwdpass g]``/``[sufrevpass g]``,
+written by hand or generated), tuples and projections, lets (a let chain is a
+*block*), ``build``/``sumbuild`` (a vector of per-iteration BOGs, the reverse a
+Σ over them), ``if`` (a **sum** of the branch BOGs), plus Fig. 26's ``dup``
+and §11's ``elim``.
+
+Note [What a BOG holds]
+~~~~~~~~~~~~~~~~~~~~~~~
+A block's BOG is the tuple of the primal variables its reverse code reads,
+each stored once, in the order the forward pass meets them: the arguments
+and results a primitive's reverse rule mentions (``mul`` keeps both
+arguments, ``add`` nothing, ``exp`` its result — Fig. 24's ``mul_fbog``), a
+callee's BOG, a nested block's BOG (Inl/Inr of an ``if``, the vector of a
+loop's iterations).  Storing a vector stores a reference, O(1).  The reverse
+pass rebinds the stored variables under their primal names, so a rule's IR
+reads exactly as in every other reverse mode.
+
+Note [Opaque BOGs]
+~~~~~~~~~~~~~~~~~~
+A function's BOG holds its callees' BOGs, so a recursive function has a
+recursive BOG type, which the language cannot write (why the Knossos compiler
+refused recursion).  A generated ``[suffwdpass f]`` therefore returns its BOG
+behind the opaque type ``BOG`` (``bogPack``), and ``[sufrevpass f]`` opens it
+(``(bogOpen b (lam (w : B) w))``: the λ only carries the structure type B for
+the checker).  Inside one function every BOG is structurally typed and
+checked; ``labrys show`` prints B in the stage title.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import LabrysError
+from ..ir import nodes as ir
+from ..ir.build import C, V
+from ..ir.names import DerivedName, erase_types
+from ..ir.traverse import FreshNames, children, free_vars
+from ..ir.types import BOG, FLOAT, INTEGER, TLam, TSum, TTuple, Type, Vec, show_type
+from ..types.checker import Functions, Signature
+from ..types.primitives import args_of, lookup, primitive, spread
+from ..types.tangent import is_constant_tangent, tangent_type, zero_tangent
+from ..opt.anf import rename_apart
+from .suf import LOOPS_WITH_LAMBDA, unsupported
+
+
+def _one(result, arg) -> int:
+    return 1
+
+
+def _open_type(t: Type) -> Type | None:
+    ab = args_of(t, 2)
+    if ab and ab[0] == BOG and isinstance(ab[1], TLam) and ab[1].arg == ab[1].res:
+        return ab[1].res
+    return None
+
+
+primitive("bogPack", lambda t: BOG, lambda t: lambda x: x,
+          "(bogPack b): a function's BOG behind the opaque type BOG (split reverse mode).", _one, nondiff=True)
+primitive("bogOpen", _open_type, lambda t: spread(lambda b, w: b),
+          "(bogOpen b (lam (w : B) w)): the BOG b as its structure type B (split reverse mode).", _one,
+          nondiff=True)
+
+
+@dataclass
+class Block:
+    """A let chain turned into its forward bindings and its reverse bindings."""
+
+    fwd: list = field(default_factory=list)       # (binder, rhs), in order
+    rev: list = field(default_factory=list)       # per binding, its reverse bindings (binder, rhs) in order
+    cur: list = field(default_factory=list)       # the reverse bindings of the binding being translated
+    stored: dict = field(default_factory=dict)    # name -> type: the block's BOG, in order
+    tail: ir.Expr | None = None
+
+    def store(self, name: str, t: Type) -> None:
+        self.stored.setdefault(name, t)
+
+    @property
+    def bog_type(self) -> TTuple:
+        return TTuple(tuple(self.stored.values()))
+
+    def bog(self) -> ir.Expr:
+        return ir.Tuple(tuple(V(x, t) for x, t in self.stored.items()))
+
+
+def wrap(bindings, body: ir.Expr) -> ir.Expr:
+    for binder, rhs in reversed(bindings):
+        body = ir.Let(binder, rhs, body)
+    return body
+
+
+class Split:
+    """∇f and ∇r of Fig. 24 for one def in SUF."""
+
+    def __init__(self, d: ir.Def, functions: Functions, fresh: FreshNames) -> None:
+        self.functions, self.fresh = functions, fresh
+        self.types: dict[str, Type] = {p.name: p.type for p in d.params}
+        self.cots: dict[str, str] = {}
+        _binder_types(d.body, self.types)
+
+    # --- cotangent names: ∂x is bound exactly once, where x is used -------------
+    def constant(self, x: str) -> bool:
+        return is_constant_tangent(self.types[x])
+
+    def cot(self, x: str) -> str:
+        if x not in self.cots:
+            self.cots[x] = self.fresh("d" + x.split("$")[0])
+        return self.cots[x]
+
+    def cot_of(self, x: str) -> ir.Expr:
+        """∂x as an expression: its variable, or () when dT(x) holds no Float."""
+        return zero_tangent(V(x), self.types[x]) if self.constant(x) else V(self.cot(x))
+
+    def give(self, b: Block, atom: ir.Expr, value: ir.Expr) -> None:
+        """The reverse binding ∂a = value for an argument atom a (dropped for
+        constants and for variables whose tangent holds no Float)."""
+        if isinstance(atom, ir.Var) and not self.constant(atom.name):
+            b.cur.append((self.cot(atom.name), value))
+
+    def zero(self, b: Block, x: ir.Expr, t: Type) -> ir.Expr:
+        """The zero cotangent of x : t; x is stored when the zero needs its shape."""
+        z = ir.Const(0.0, FLOAT) if t == FLOAT else zero_tangent(x, t)
+        for v in free_vars(z):
+            b.store(v, self.types[v])
+        return z
+
+    def atom_cot(self, b: Block, binder) -> ir.Expr:
+        """∂ of a binding's binder, as an atom (a pattern's ∂s tupled and named)."""
+        if isinstance(binder, str):
+            return self.cot_of(binder)
+        whole = ir.Tuple(tuple(self.cot_of(x) for x in binder))
+        name = self.fresh("dp")
+        b.cur.append((name, whole))
+        return V(name)
+
+    # --- blocks -----------------------------------------------------------------
+    def block(self, e: ir.Expr) -> Block:
+        b = Block()
+        node = e
+        while isinstance(node, ir.Let):
+            b.cur = []
+            self.binding(b, node.binder, node.rhs, node)
+            b.rev.append(b.cur)
+            node = node.body
+        b.tail = node
+        if isinstance(node, ir.Var) and not self.constant(node.name):
+            b.rev.append([(self.cot(node.name), "∂t")])  # the block's incoming cotangent: see reverse()
+        elif not isinstance(node, (ir.Var, ir.Const, ir.Tuple)):
+            raise LabrysError("internal: a block must end in an atom (A-normal form with bound tails)", node.span)
+        return b
+
+    def forward(self, b: Block, wrap_bog) -> ir.Expr:
+        """The block's forward code, returning (result, wrap_bog(its BOG))."""
+        return wrap(b.fwd, ir.Tuple((b.tail, wrap_bog(b.bog()))))
+
+    def reverse(self, b: Block, dt: ir.Expr, bog: ir.Expr, consumed: list[str]) -> ir.Expr:
+        """∇r of the block: bind ∂ of everything, return the tuple of ∂ of ``consumed``."""
+        out = []
+        if b.stored:
+            out.append((tuple(b.stored), bog))
+        for group in reversed(b.rev):
+            out.extend((binder, dt if isinstance(rhs, str) else rhs) for binder, rhs in group)
+        return wrap(out, ir.Tuple(tuple(V(self.cot(x)) for x in consumed)))
+
+    def differentiable(self, names) -> list[str]:
+        return [x for x in names if not self.constant(x)]
+
+    # --- one binding, one case per construct (Fig. 24's order) ---------------------
+    def binding(self, b: Block, binder, rhs: ir.Expr, where: ir.Expr) -> None:
+        match rhs:
+            case ir.Const():
+                b.fwd.append((binder, rhs))
+            case ir.Var(name):
+                b.fwd.append((binder, rhs))
+                if not self.constant(name):
+                    self.give(b, rhs, self.atom_cot(b, binder))
+            case ir.Call("dup", a):                       # Fig. 26: dup_rbog((∂1, ∂2)) = ∂1 + ∂2
+                for x in binder:
+                    b.fwd.append((x, a))
+                if isinstance(a, ir.Var) and not self.constant(a.name):
+                    self.give(b, a, C("ts_add", V(self.cot(binder[0])), V(self.cot(binder[1]))))
+            case ir.Call("elim", a):                      # §11: an unused variable's ∂ is zero
+                if isinstance(a, ir.Var) and not self.constant(a.name):
+                    self.give(b, a, self.zero(b, a, a.type))
+            case ir.Call(f, arg) if f in LOOPS_WITH_LAMBDA:
+                self.loop(b, binder, rhs, f, arg)
+            case ir.Call(f, arg):
+                prim = lookup(f)
+                if prim is None:
+                    self.call(b, binder, rhs, f, arg)
+                else:
+                    self.primitive(b, binder, rhs, prim, arg)
+            case ir.Tuple(elems):
+                b.fwd.append((binder, rhs))
+                dv = self.atom_cot(b, binder)
+                for k, a in enumerate(elems):
+                    self.give(b, a, ir.Get(k + 1, len(elems), dv))
+            case ir.Get(i, n, a):
+                b.fwd.append((binder, rhs))
+                dv = self.atom_cot(b, binder)
+                if isinstance(a, ir.Var) and not self.constant(a.name):
+                    parts = tuple(dv if k == i else self.zero(b, ir.Get(k, n, a), t)
+                                  for k, t in enumerate(a.type.elems, 1))
+                    self.give(b, a, ir.Tuple(parts))
+            case ir.Let():
+                raise unsupported("a let in a let's right-hand side (A-normal form expected)", where)
+            case ir.If(c, t, f):
+                self.if_(b, binder, rhs, c, t, f)
+            case ir.Assert(c, body):
+                consumed = sorted(free_vars(body))
+                inner = self.block(body)
+                pair = self.pair_binding(b, binder, ir.Assert(c, self.forward(inner, lambda x: x)), inner.bog_type)
+                keep = self.differentiable(consumed)
+                if keep:
+                    dv = self.atom_cot(b, binder)
+                    b.cur.append((tuple(self.cot(x) for x in keep), self.reverse(inner, dv, V(pair), keep)))
+            case _:
+                raise unsupported("this construct", where)
+
+    def pair_binding(self, b: Block, binder, rhs: ir.Expr, bog_type: Type) -> str:
+        """Forward ``(binder, bog) = rhs``; the BOG is stored; its name is returned."""
+        bog = self.fresh("b")
+        self.types[bog] = bog_type
+        if isinstance(binder, str):
+            b.fwd.append(((binder, bog), rhs))
+        else:
+            whole = self.fresh("r")
+            b.fwd.append(((whole, bog), rhs))
+            b.fwd.append((binder, V(whole)))
+        b.store(bog, bog_type)
+        return bog
+
+    def primitive(self, b: Block, binder, rhs: ir.Call, prim, arg: ir.Expr) -> None:
+        """A primitive call: its reverse rule, over the stored arguments and result."""
+        b.fwd.append((binder, rhs))
+        args = arg.elems if isinstance(arg, ir.Tuple) else (arg,)
+        types = tuple(a.type for a in args)
+        if prim.nondiff:
+            for a in args:
+                if isinstance(a, ir.Var) and not self.constant(a.name):
+                    self.give(b, a, self.zero(b, a, a.type))
+            return
+        if "rev" not in prim.rules:
+            raise unsupported(f"the primitive '{prim.name}' (it has no derivative rule)", rhs)
+        y = V(binder, rhs.type) if isinstance(binder, str) else ir.Tuple(tuple(V(x) for x in binder))
+        dv = self.atom_cot(b, binder)
+        parts = prim.rules["rev"](args, dv, types, y)
+        mentioned = set()
+        for p in parts:
+            mentioned |= free_vars(p)
+        for a in args:
+            if isinstance(a, ir.Var) and a.name in mentioned:
+                b.store(a.name, a.type)
+        for x in ((binder,) if isinstance(binder, str) else binder):
+            if x in mentioned:
+                b.store(x, self.types[x])
+        for a, p in zip(args, parts):
+            self.give(b, a, p)
+
+    def call(self, b: Block, binder, rhs: ir.Call, f, arg: ir.Expr) -> None:
+        """f(e): ``(r, b_f) = [suffwdpass f](a)`` | ``∂a = [sufrevpass f](∂r, b_f)``."""
+        base = erase_types(f)
+        fwd_name, rev_name = DerivedName("suffwdpass", base), DerivedName("sufrevpass", base)
+        sig = self.functions.resolve(fwd_name, arg.type)
+        if not isinstance(sig, Signature) or not isinstance(sig.ret, TTuple) or len(sig.ret.elems) != 2:
+            raise unsupported(f"a call of '{base}' ([suffwdpass {base}] is not a function of the argument "
+                              f"{arg.type} returning a pair)", rhs)
+        bog = self.pair_binding(b, binder, ir.Call(fwd_name, arg), sig.ret.elems[1])
+        if is_constant_tangent(arg.type):
+            return
+        dv = self.atom_cot(b, binder)
+        darg = self.fresh("da")
+        b.cur.append((darg, ir.Call(rev_name, ir.Tuple((dv, V(bog))))))
+        if isinstance(arg, ir.Tuple):
+            for k, a in enumerate(arg.elems):
+                self.give(b, a, ir.Get(k + 1, len(arg.elems), V(darg)))
+        else:
+            self.give(b, arg, V(darg))
+
+    def if_(self, b: Block, binder, rhs: ir.If, c, t, f) -> None:
+        """if: the BOG is Inl b1 or Inr b2; the reverse a case over it (Fig. 24)."""
+        consumed = sorted(free_vars(t) | free_vars(f))
+        blocks = [self.block(t), self.block(f)]
+        sum_type = TSum(blocks[0].bog_type, blocks[1].bog_type)
+        branches = [self.forward(blk, lambda x, left=left: ir.Inj(left, sum_type, x))
+                    for blk, left in zip(blocks, (True, False))]
+        bog = self.pair_binding(b, binder, ir.If(c, *branches), sum_type)
+        keep = self.differentiable(consumed)
+        if not keep:
+            return
+        dv = self.atom_cot(b, binder)
+        lv, rv = self.fresh("bl"), self.fresh("br")
+        alts = [self.reverse(blk, dv, V(v), keep) for blk, v in zip(blocks, (lv, rv))]
+        b.cur.append((tuple(self.cot(x) for x in keep), ir.Case(V(bog), lv, alts[0], rv, alts[1])))
+
+    def loop(self, b: Block, binder, rhs: ir.Call, f: str, arg: ir.Expr) -> None:
+        """build/sumbuild (Fig. 24, Fig. 26's build with its environment): the forward
+        pass keeps each iteration's BOG; the reverse sums the λ's ∂s over them."""
+        if f == "fold":
+            raise unsupported("'fold' in split mode (not implemented yet; use rev)", rhs)
+        n, lam_ = arg.elems
+        if not isinstance(lam_, ir.Lam) or n.type != INTEGER:
+            raise unsupported(f"'{f}' over a tensor of rank > 1, or without a literal lambda", rhs)
+        i = lam_.var
+        self.types[i] = INTEGER
+        consumed = sorted(free_vars(lam_))
+        inner = self.block(lam_.body)
+        pairs = self.fresh("vb")
+        b.fwd.append((pairs, C("build", n, ir.Lam(i, INTEGER, self.forward(inner, lambda x: x)))))
+        item = ir.Lam(i, INTEGER, ir.Get(1, 2, C("index", V(i), V(pairs))))
+        b.fwd.append((binder, C(f, C("size", V(pairs)), item)))
+        keep = self.differentiable(consumed)
+        if not keep:
+            return
+        pair_t = TTuple((inner.tail.type, inner.bog_type))
+        self.types[pairs] = pair_t
+        b.store(pairs, Vec(pair_t))
+        for x in keep:
+            b.store(x, self.types[x])
+        dv = self.atom_cot(b, binder)
+        dt_i = C("index", V(i), dv) if f == "build" else dv
+        bog_i = ir.Get(2, 2, C("index", V(i), V(pairs)))
+        body = self.reverse(inner, dt_i, bog_i, keep)
+        like = ir.Tuple(tuple(V(x) for x in keep))
+        b.cur.append((tuple(self.cot(x) for x in keep),
+                      C("ts_sumbuild", C("size", V(pairs)), ir.Lam(i, INTEGER, body), like)))
+
+
+def _binder_types(e: ir.Expr, types: dict[str, Type]) -> None:
+    """The type of every variable bound in the typed expression ``e``."""
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, ir.Let):
+            ts = (x.rhs.type,) if isinstance(x.binder, str) else x.rhs.type.elems
+            types.update(zip(x.names, ts))
+        elif isinstance(x, ir.Lam):
+            types[x.var] = x.var_type
+        elif isinstance(x, ir.Var) and x.type is not None:
+            types.setdefault(x.name, x.type)
+        stack.extend(c for c, _ in children(x))
+
+
+def split(d: ir.Def, functions: Functions, fresh: FreshNames) -> tuple[ir.Def, ir.Def, Type]:
+    """``[suffwdpass f]`` and ``[sufrevpass f]`` of the SUF def ``d``, and f's BOG type."""
+    s = Split(d, functions, fresh)
+    blk = s.block(d.body)
+    base = erase_types(d.name)
+    params = d.params
+    if len(params) == 1:
+        x, unpack = params[0], []
+    else:
+        x = ir.Param(fresh("x"), d.arg_type)
+        unpack = [(tuple(p.name for p in params), V(x.name))]
+    fwd_body = rename_apart(wrap(unpack, s.forward(blk, lambda bog: C("bogPack", bog))), fresh)
+    fwd = ir.Def(DerivedName("suffwdpass", base), TTuple((d.ret, BOG)), (x,), fwd_body, span=d.span)
+    dt = ir.Param(fresh("dt"), tangent_type(d.ret))
+    bog = ir.Param(fresh("bog"), BOG)
+    opened = fresh("b")
+    w = fresh("w")
+    keep = s.differentiable([p.name for p in params])
+    grads = s.reverse(blk, V(dt.name), V(opened), keep)
+    got = fresh("grads")
+    parts = {p: ir.Get(k + 1, len(keep), V(got)) for k, p in enumerate(keep)}
+    result = [parts.get(p.name) or zero_tangent(V(p.name), p.type) for p in params]
+    body = ir.Let(opened, C("bogOpen", V(bog.name), ir.Lam(w, blk.bog_type, V(w))),
+                  ir.Let(got, grads, result[0] if len(params) == 1 else ir.Tuple(tuple(result))))
+    body = rename_apart(body, fresh)  # the branches and loop bodies rebind stored names and ∂s
+    rev = ir.Def(DerivedName("sufrevpass", base), tangent_type(d.arg_type), (dt, bog), body, span=d.span)
+    return fwd, rev, blk.bog_type
+
+
+def show_bog(t: Type) -> str:
+    return show_type(t)

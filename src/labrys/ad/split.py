@@ -1,0 +1,104 @@
+"""K3 of the AD map: split reverse mode by BOG AD (Ellis et al.'s working notes
+§6.1, §11, Figs 24–26), as three derivations sharing their first passes:
+
+    f : S → T
+    [suffwdpass f] : S → (T, BOG)                the value and what the reverse pass needs
+    [sufrevpass f] : (dT, BOG) → dS              the cotangent of the input, from the BOG
+    [sufrev f]     : (S, dT) → dS                = let (t, b) = [suffwdpass f] s in [sufrevpass f] (dt, b)
+
+The passes: A-normal form (shared with Knossos ``rev``), single-use form
+(:mod:`.suf`), then the BOG forward or reverse pass (:mod:`.bog`, Fig. 24),
+then the optimiser.  A call of a user function g becomes a call of
+``[suffwdpass g]`` in the forward pass and of ``[sufrevpass g]`` in the
+reverse pass — hand-written ones when the program defines them — so no
+callee's primal is ever recomputed: on non-tail recursion ``[sufrev f]``
+costs a constant times ``f`` where Knossos ``rev`` is quadratic
+(``docs/split.md``).
+
+Note [One split per function]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+``[suffwdpass f]`` and ``[sufrevpass f]`` are made by two pipelines but must
+agree on the layout of f's BOG.  Both read the same memo entry (per program,
+per function): the SUF def and its split are computed once, by whichever
+pipeline runs first, and the other takes its half.
+"""
+from __future__ import annotations
+
+from ..ir import nodes as ir
+from ..ir.build import V
+from ..ir.names import DerivedName, erase_types
+from ..ir.types import BOG, TTuple, Type
+from ..opt.simplify import simplify
+from ..types.tangent import tangent_type
+from . import knossos
+from .bog import split
+from .pipeline import Pass, Work
+from .suf import single_use_form
+
+
+def _memo(work: Work, d: ir.Def) -> dict:
+    table = work.generator.memo.setdefault("split", {})
+    return table.setdefault((d.name, d.arg_type, work.strategy), {})
+
+
+def _suf_pass(d: ir.Def, work: Work) -> ir.Def:
+    knossos._require_core(d)
+    memo = _memo(work, d)
+    if "suf" not in memo:
+        memo["suf"] = single_use_form(d, work.fresh)
+    return memo["suf"]
+
+
+def _halves(d: ir.Def, work: Work) -> tuple[ir.Def, ir.Def, Type]:
+    entry = _memo(work, d)  # Note [One split per function]
+    if "split" not in entry:
+        entry["split"] = split(d, work.functions, work.fresh)
+    return entry["split"]
+
+
+def _forward_pass(d: ir.Def, work: Work) -> ir.Def:
+    return _halves(d, work)[0]
+
+
+def _reverse_pass(d: ir.Def, work: Work) -> ir.Def:
+    return _halves(d, work)[1]
+
+
+def _wrapper(d: ir.Def, work: Work) -> ir.Def:
+    """[sufrev f](s, dt) = let (t, b) = [suffwdpass f](s) in [sufrevpass f](dt, b)  (§6.1)."""
+    base = erase_types(d.name)
+    s = ir.Param(work.fresh("x"), d.arg_type)
+    dt = ir.Param(work.fresh("dt"), tangent_type(d.ret))
+    t, b = work.fresh("t"), work.fresh("b")
+    body = ir.Let((t, b), ir.Call(DerivedName("suffwdpass", base), V(s.name)),
+                  ir.Call(DerivedName("sufrevpass", base), ir.Tuple((V(dt.name), V(b)))))
+    return ir.Def(DerivedName("sufrev", base), tangent_type(d.arg_type), (s, dt), body, span=d.span)
+
+
+def _optimise(d: ir.Def, work: Work) -> ir.Def:
+    return ir.Def(d.name, d.ret, d.params, simplify(d.body), span=d.span)
+
+
+SUF = Pass("suf", "Single-use form (every variable used exactly once: dup, elim)", _suf_pass)
+FORWARD = Pass("bog-forward", "BOG forward pass [suffwdpass f] (Fig. 24)", _forward_pass)
+REVERSE = Pass("bog-reverse", "BOG reverse pass [sufrevpass f] (Fig. 24)", _reverse_pass)
+FORWARD_PIPELINE = (knossos.ANF_TAIL, SUF, FORWARD,
+                    Pass("optimise", "BOG forward pass (optimised)", _optimise))
+REVERSE_PIPELINE = (knossos.ANF_TAIL, SUF, REVERSE,
+                    Pass("optimise", "BOG reverse pass (optimised)", _optimise))
+SUFREV_PIPELINE = (knossos.ANF_TAIL, SUF,
+                   Pass(FORWARD.name, FORWARD.title, _forward_pass, source="suf", view=True),
+                   Pass(REVERSE.name, REVERSE.title, _reverse_pass, source="suf", view=True),
+                   Pass("sufrev", "Split reverse mode: [sufrev f] calls the two passes (§6.1)", _wrapper,
+                        source="suf"))
+
+
+def forward_signature(s: Type, t: Type) -> tuple[Type, Type]:
+    return s, TTuple((t, BOG))
+
+
+def reverse_signature(s: Type, t: Type) -> tuple[Type, Type]:
+    return TTuple((tangent_type(t), BOG)), tangent_type(s)
+
+
+
