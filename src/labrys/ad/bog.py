@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.build import C, V
-from ..ir.names import DerivedName, erase_types
+from ..ir.names import DerivedName, TypedName, erase_types
 from ..ir.traverse import FreshNames, children, free_vars
 from ..ir.types import BOG, FLOAT, INTEGER, TLam, TSum, TTuple, Type, Vec, show_type
 from ..types.checker import Functions, Signature
@@ -255,8 +255,9 @@ class Split:
         dv = self.atom_cot(b, binder)
         parts = prim.rules["rev"](args, dv, types, y)
         mentioned = set()
-        for p in parts:
-            mentioned |= free_vars(p)
+        for a, p in zip(args, parts):
+            if isinstance(a, ir.Var) and not self.constant(a.name):
+                mentioned |= free_vars(p)
         for a in args:
             if isinstance(a, ir.Var) and a.name in mentioned:
                 b.store(a.name, a.type)
@@ -268,9 +269,11 @@ class Split:
 
     def call(self, b: Block, binder, rhs: ir.Call, f, arg: ir.Expr) -> None:
         """f(e): ``(r, b_f) = [suffwdpass f](a)`` | ``∂a = [sufrevpass f](∂r, b_f)``."""
-        base = erase_types(f)
+        base = pass_name(erase_types(f), arg.type, self.functions)
         fwd_name, rev_name = DerivedName("suffwdpass", base), DerivedName("sufrevpass", base)
         sig = self.functions.resolve(fwd_name, arg.type)
+        if not _written(sig) and self.hand_written_rev(b, binder, rhs, base, arg):
+            return
         if not isinstance(sig, Signature) or not isinstance(sig.ret, TTuple) or len(sig.ret.elems) != 2:
             raise unsupported(f"a call of '{base}' ([suffwdpass {base}] is not a function of the argument "
                               f"{arg.type} returning a pair)", rhs)
@@ -285,6 +288,30 @@ class Split:
                 self.give(b, a, ir.Get(k + 1, len(arg.elems), V(darg)))
         else:
             self.give(b, arg, V(darg))
+
+    def hand_written_rev(self, b: Block, binder, rhs: ir.Call, base, arg: ir.Expr) -> bool:
+        """A g with a hand-written ``[rev g]`` and no hand-written split pair: the
+        forward pass calls g and keeps its argument, the reverse pass calls
+        ``[rev g]`` (as every other reverse mode does)."""
+        dr = tangent_type(rhs.type)
+        rev = self.functions.resolve(DerivedName("rev", base), TTuple((arg.type, dr)))
+        if not _written(rev):
+            return False
+        b.fwd.append((binder, rhs))
+        if is_constant_tangent(arg.type):
+            return True
+        for a in (arg.elems if isinstance(arg, ir.Tuple) else (arg,)):
+            if isinstance(a, ir.Var):
+                b.store(a.name, a.type)
+        dv = self.atom_cot(b, binder)
+        darg = self.fresh("da")
+        b.cur.append((darg, ir.Call(DerivedName("rev", base), ir.Tuple((arg, dv)))))
+        if isinstance(arg, ir.Tuple):
+            for k, a in enumerate(arg.elems):
+                self.give(b, a, ir.Get(k + 1, len(arg.elems), V(darg)))
+        else:
+            self.give(b, arg, V(darg))
+        return True
 
     def if_(self, b: Block, binder, rhs: ir.If, c, t, f) -> None:
         """if: the BOG is Inl b1 or Inr b2; the reverse a case over it (Fig. 24)."""
@@ -333,6 +360,19 @@ class Split:
         like = ir.Tuple(tuple(V(x) for x in keep))
         b.cur.append((tuple(self.cot(x) for x in keep),
                       C("ts_sumbuild", C("size", V(pairs)), ir.Lam(i, INTEGER, body), like)))
+
+
+def _written(sig) -> bool:
+    """A function the program defines by hand (not one a derivation generates)."""
+    return isinstance(sig, Signature) and isinstance(sig.decl, ir.Def)
+
+
+def pass_name(base, primal: Type, functions: Functions):
+    """The name of f in ``[sufrevpass f]``: ``[f S]`` when f is overloaded (the BOG
+    is opaque, so the argument (dT, BOG) alone does not select the overload)."""
+    if isinstance(base, str) and len(functions.candidates(base)) > 1:
+        return TypedName(base, primal)
+    return base
 
 
 def _binder_types(e: ir.Expr, types: dict[str, Type]) -> None:

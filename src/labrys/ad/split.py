@@ -31,7 +31,7 @@ from ..ir.types import BOG, TTuple, Type
 from ..opt.simplify import simplify
 from ..types.tangent import tangent_type
 from . import knossos
-from .bog import split
+from .bog import pass_name, split
 from .pipeline import Pass, Work
 from .suf import single_use_form
 
@@ -66,7 +66,7 @@ def _reverse_pass(d: ir.Def, work: Work) -> ir.Def:
 
 def _wrapper(d: ir.Def, work: Work) -> ir.Def:
     """[sufrev f](s, dt) = let (t, b) = [suffwdpass f](s) in [sufrevpass f](dt, b)  (§6.1)."""
-    base = erase_types(d.name)
+    base = pass_name(erase_types(d.name), d.arg_type, work.functions)
     s = ir.Param(work.fresh("x"), d.arg_type)
     dt = ir.Param(work.fresh("dt"), tangent_type(d.ret))
     t, b = work.fresh("t"), work.fresh("b")

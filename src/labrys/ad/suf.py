@@ -120,12 +120,7 @@ class Suf:
     def block(self, e: ir.Expr, consumed: list[str]) -> ir.Expr:
         """``e`` in SUF, using each variable of ``consumed`` exactly once (they
         include every free variable of ``e``)."""
-        bindings: list[tuple] = []
-        node = e
-        while isinstance(node, ir.Let):
-            bindings.append((node.binder, node.rhs, node.span))
-            node = node.body
-        tail = node
+        bindings, tail = chain(e)
         sites = [rhs for _, rhs, _ in bindings] + [tail]
         uses = [self.site_uses(s) for s in sites]
         count: dict[str, int] = {}
@@ -161,6 +156,22 @@ class Suf:
         for binder, rhs, span in reversed(out):
             body = ir.Let(binder, rhs, body, span=span)
         return body
+
+
+def chain(e: ir.Expr) -> tuple[list, ir.Expr]:
+    """A block's bindings and tail, a let in a right-hand side floated out (loop-
+    invariant hoisting leaves ``(x (let (y a) (build …)))``; binders are unique)."""
+    out = []
+    node = e
+    while isinstance(node, ir.Let):
+        if isinstance(node.rhs, ir.Let):
+            inner, rhs = chain(node.rhs)
+            out.extend(inner)
+        else:
+            rhs = node.rhs
+        out.append((node.binder, rhs, node.span))
+        node = node.body
+    return out, node
 
 
 @deep
