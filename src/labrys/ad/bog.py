@@ -80,9 +80,25 @@ class Block:
     cur: list = field(default_factory=list)       # the reverse bindings of the binding being translated
     stored: dict = field(default_factory=dict)    # name -> type: the block's BOG, in order
     tail: ir.Expr | None = None
+    parent: "Block | None" = None                 # the block around a branch or a loop body
+    bound: set = field(default_factory=set)       # the variables bound in this block
+    given: set = field(default_factory=set)       # bound in the reverse pass too (a loop's index)
+
+    def emit(self, binding: tuple) -> None:
+        """A forward binding (binder, rhs)."""
+        self.fwd.append(binding)
+        binder = binding[0]
+        self.bound.update((binder,) if isinstance(binder, str) else binder)
 
     def store(self, name: str, t: Type) -> None:
-        self.stored.setdefault(name, t)
+        """Keep ``name`` in the BOG of the block that binds it (Note [What a BOG
+        holds]): a loop body's BOG holds only what changes per iteration."""
+        if name in self.given:
+            return
+        if self.parent is not None and name not in self.bound:
+            self.parent.store(name, t)
+        else:
+            self.stored.setdefault(name, t)
 
     @property
     def bog_type(self) -> TTuple:
@@ -143,8 +159,8 @@ class Split:
         return V(name)
 
     # --- blocks -----------------------------------------------------------------
-    def block(self, e: ir.Expr) -> Block:
-        b = Block()
+    def block(self, e: ir.Expr, parent: Block | None = None, bound: tuple = ()) -> Block:
+        b = Block(parent=parent, bound=set(bound), given=set(bound))
         node = e
         while isinstance(node, ir.Let):
             b.cur = []
@@ -178,14 +194,14 @@ class Split:
     def binding(self, b: Block, binder, rhs: ir.Expr, where: ir.Expr) -> None:
         match rhs:
             case ir.Const():
-                b.fwd.append((binder, rhs))
+                b.emit((binder, rhs))
             case ir.Var(name):
-                b.fwd.append((binder, rhs))
+                b.emit((binder, rhs))
                 if not self.constant(name):
                     self.give(b, rhs, self.atom_cot(b, binder))
             case ir.Call("dup", a):                       # Fig. 26: dup_rbog((∂1, ∂2)) = ∂1 + ∂2
                 for x in binder:
-                    b.fwd.append((x, a))
+                    b.emit((x, a))
                 if isinstance(a, ir.Var) and not self.constant(a.name):
                     self.give(b, a, C("ts_add", V(self.cot(binder[0])), V(self.cot(binder[1]))))
             case ir.Call("elim", a):                      # §11: an unused variable's ∂ is zero
@@ -200,12 +216,12 @@ class Split:
                 else:
                     self.primitive(b, binder, rhs, prim, arg)
             case ir.Tuple(elems):
-                b.fwd.append((binder, rhs))
+                b.emit((binder, rhs))
                 dv = self.atom_cot(b, binder)
                 for k, a in enumerate(elems):
                     self.give(b, a, ir.Get(k + 1, len(elems), dv))
             case ir.Get(i, n, a):
-                b.fwd.append((binder, rhs))
+                b.emit((binder, rhs))
                 dv = self.atom_cot(b, binder)
                 if isinstance(a, ir.Var) and not self.constant(a.name):
                     parts = tuple(dv if k == i else self.zero(b, ir.Get(k, n, a), t)
@@ -217,7 +233,7 @@ class Split:
                 self.if_(b, binder, rhs, c, t, f)
             case ir.Assert(c, body):
                 consumed = sorted(free_vars(body))
-                inner = self.block(body)
+                inner = self.block(body, b)
                 pair = self.pair_binding(b, binder, ir.Assert(c, self.forward(inner, lambda x: x)), inner.bog_type)
                 keep = self.differentiable(consumed)
                 if keep:
@@ -231,17 +247,17 @@ class Split:
         bog = self.fresh("b")
         self.types[bog] = bog_type
         if isinstance(binder, str):
-            b.fwd.append(((binder, bog), rhs))
+            b.emit(((binder, bog), rhs))
         else:
             whole = self.fresh("r")
-            b.fwd.append(((whole, bog), rhs))
-            b.fwd.append((binder, V(whole)))
+            b.emit(((whole, bog), rhs))
+            b.emit((binder, V(whole)))
         b.store(bog, bog_type)
         return bog
 
     def primitive(self, b: Block, binder, rhs: ir.Call, prim, arg: ir.Expr) -> None:
         """A primitive call: its reverse rule, over the stored arguments and result."""
-        b.fwd.append((binder, rhs))
+        b.emit((binder, rhs))
         args = arg.elems if isinstance(arg, ir.Tuple) else (arg,)
         types = tuple(a.type for a in args)
         if prim.nondiff:
@@ -297,7 +313,7 @@ class Split:
         rev = self.functions.resolve(DerivedName("rev", base), TTuple((arg.type, dr)))
         if not _written(rev):
             return False
-        b.fwd.append((binder, rhs))
+        b.emit((binder, rhs))
         if is_constant_tangent(arg.type):
             return True
         for a in (arg.elems if isinstance(arg, ir.Tuple) else (arg,)):
@@ -316,7 +332,7 @@ class Split:
     def if_(self, b: Block, binder, rhs: ir.If, c, t, f) -> None:
         """if: the BOG is Inl b1 or Inr b2; the reverse a case over it (Fig. 24)."""
         consumed = sorted(free_vars(t) | free_vars(f))
-        blocks = [self.block(t), self.block(f)]
+        blocks = [self.block(t, b), self.block(f, b)]
         sum_type = TSum(blocks[0].bog_type, blocks[1].bog_type)
         branches = [self.forward(blk, lambda x, left=left: ir.Inj(left, sum_type, x))
                     for blk, left in zip(blocks, (True, False))]
@@ -340,11 +356,11 @@ class Split:
         i = lam_.var
         self.types[i] = INTEGER
         consumed = sorted(free_vars(lam_))
-        inner = self.block(lam_.body)
+        inner = self.block(lam_.body, b, (i,))
         pairs = self.fresh("vb")
-        b.fwd.append((pairs, C("build", n, ir.Lam(i, INTEGER, self.forward(inner, lambda x: x)))))
+        b.emit((pairs, C("build", n, ir.Lam(i, INTEGER, self.forward(inner, lambda x: x)))))
         item = ir.Lam(i, INTEGER, ir.Get(1, 2, C("index", V(i), V(pairs))))
-        b.fwd.append((binder, C(f, C("size", V(pairs)), item)))
+        b.emit((binder, C(f, C("size", V(pairs)), item)))
         keep = self.differentiable(consumed)
         if not keep:
             return

@@ -32,7 +32,7 @@ from ..opt.simplify import simplify
 from ..types.tangent import tangent_type
 from . import knossos
 from .bog import pass_name, split
-from .pipeline import Pass, Work
+from .pipeline import Pass, Work, fresh_for
 from .suf import single_use_form
 
 
@@ -67,9 +67,10 @@ def _reverse_pass(d: ir.Def, work: Work) -> ir.Def:
 def _wrapper(d: ir.Def, work: Work) -> ir.Def:
     """[sufrev f](s, dt) = let (t, b) = [suffwdpass f](s) in [sufrevpass f](dt, b)  (§6.1)."""
     base = pass_name(erase_types(d.name), d.arg_type, work.functions)
-    s = ir.Param(work.fresh("x"), d.arg_type)
-    dt = ir.Param(work.fresh("dt"), tangent_type(d.ret))
-    t, b = work.fresh("t"), work.fresh("b")
+    fresh = fresh_for(d)  # not work.fresh: the same names whether or not the views ran
+    s = ir.Param(fresh("x"), d.arg_type)
+    dt = ir.Param(fresh("dt"), tangent_type(d.ret))
+    t, b = fresh("t"), fresh("b")
     body = ir.Let((t, b), ir.Call(DerivedName("suffwdpass", base), V(s.name)),
                   ir.Call(DerivedName("sufrevpass", base), ir.Tuple((V(dt.name), V(b)))))
     return ir.Def(DerivedName("sufrev", base), tangent_type(d.arg_type), (s, dt), body, span=d.span)
