@@ -259,6 +259,8 @@ def from_python(value: Any, t: Type, what: str = "argument", strict: bool = Fals
             if not isinstance(value, str):
                 raise bad()
             return value
+        case TBase("BOG"):  # opaque: what a [suffwdpass f] returned, handed back to [sufrevpass f]
+            return value
         case TTuple(elems):
             if not isinstance(value, (tuple, list)) or len(value) != len(elems):
                 raise bad()

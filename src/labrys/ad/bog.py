@@ -46,10 +46,10 @@ from ..ir.build import C, V
 from ..ir.names import DerivedName, TypedName, erase_types
 from ..ir.traverse import FreshNames, children, free_vars
 from ..ir.types import BOG, FLOAT, INTEGER, TLam, TSum, TTuple, Type, Vec, show_type
+from ..opt.anf import rename_apart
 from ..types.checker import Functions, Signature
 from ..types.primitives import args_of, lookup, primitive, spread
 from ..types.tangent import is_constant_tangent, tangent_type, zero_tangent
-from ..opt.anf import rename_apart
 from .suf import LOOPS_WITH_LAMBDA, unsupported
 
 

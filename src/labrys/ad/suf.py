@@ -121,8 +121,7 @@ class Suf:
         """``e`` in SUF, using each variable of ``consumed`` exactly once (they
         include every free variable of ``e``)."""
         bindings, tail = chain(e)
-        sites = [rhs for _, rhs, _ in bindings] + [tail]
-        uses = [self.site_uses(s) for s in sites]
+        uses = [self.site_uses(rhs) for _, rhs, _ in bindings] + [self.site_uses(tail)]
         count: dict[str, int] = {}
         for us in uses:
             for u in us:
@@ -149,7 +148,7 @@ class Suf:
             return copies[x].pop(0) if x in copies else x
 
         out = prologue(consumed)
-        for (binder, rhs, span), site in zip(bindings, sites):
+        for binder, rhs, span in bindings:
             out.append((binder, self.rename_site(rhs, take), span))
             out.extend(prologue((binder,) if isinstance(binder, str) else binder))
         body = self.rename_site(tail, take)
