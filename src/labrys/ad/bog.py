@@ -83,6 +83,7 @@ class Block:
     parent: "Block | None" = None                 # the block around a branch or a loop body
     bound: set = field(default_factory=set)       # the variables bound in this block
     given: set = field(default_factory=set)       # bound in the reverse pass too (a loop's index)
+    aliases: dict = field(default_factory=dict)   # copies the reverse code reads -> their original
 
     def emit(self, binding: tuple) -> None:
         """A forward binding (binder, rhs)."""
@@ -121,6 +122,7 @@ class Split:
         self.functions, self.fresh = functions, fresh
         self.types: dict[str, Type] = {p.name: p.type for p in d.params}
         self.cots: dict[str, str] = {}
+        self.alias: dict[str, str] = {}   # a copy made by dup -> the variable it copies
         _binder_types(d.body, self.types)
 
     # --- cotangent names: ∂x is bound exactly once, where x is used -------------
@@ -136,6 +138,14 @@ class Split:
         """∂x as an expression: its variable, or () when dT(x) holds no Float."""
         return zero_tangent(V(x), self.types[x]) if self.constant(x) else V(self.cot(x))
 
+    def keep(self, b: Block, name: str) -> None:
+        """Keep the primal variable ``name`` for the reverse pass: a copy made by
+        ``dup`` is kept as its original, once (Note [What a BOG holds])."""
+        root = self.alias.get(name, name)
+        if root != name:
+            b.aliases[name] = root
+        b.store(root, self.types[root])
+
     def give(self, b: Block, atom: ir.Expr, value: ir.Expr) -> None:
         """The reverse binding ∂a = value for an argument atom a (dropped for
         constants and for variables whose tangent holds no Float)."""
@@ -146,7 +156,7 @@ class Split:
         """The zero cotangent of x : t; x is stored when the zero needs its shape."""
         z = ir.Const(0.0, FLOAT) if t == FLOAT else zero_tangent(x, t)
         for v in free_vars(z):
-            b.store(v, self.types[v])
+            self.keep(b, v)
         return z
 
     def atom_cot(self, b: Block, binder) -> ir.Expr:
@@ -183,6 +193,7 @@ class Split:
         out = []
         if b.stored:
             out.append((tuple(b.stored), bog))
+        out.extend((copy, V(root)) for copy, root in b.aliases.items())
         for group in reversed(b.rev):
             out.extend((binder, dt if isinstance(rhs, str) else rhs) for binder, rhs in group)
         return wrap(out, ir.Tuple(tuple(V(self.cot(x)) for x in consumed)))
@@ -202,6 +213,8 @@ class Split:
             case ir.Call("dup", a):                       # Fig. 26: dup_rbog((∂1, ∂2)) = ∂1 + ∂2
                 for x in binder:
                     b.emit((x, a))
+                    if isinstance(a, ir.Var):
+                        self.alias[x] = self.alias.get(a.name, a.name)
                 if isinstance(a, ir.Var) and not self.constant(a.name):
                     self.give(b, a, C("ts_add", V(self.cot(binder[0])), V(self.cot(binder[1]))))
             case ir.Call("elim", a):                      # §11: an unused variable's ∂ is zero
@@ -276,10 +289,10 @@ class Split:
                 mentioned |= free_vars(p)
         for a in args:
             if isinstance(a, ir.Var) and a.name in mentioned:
-                b.store(a.name, a.type)
+                self.keep(b, a.name)
         for x in ((binder,) if isinstance(binder, str) else binder):
             if x in mentioned:
-                b.store(x, self.types[x])
+                self.keep(b, x)
         for a, p in zip(args, parts):
             self.give(b, a, p)
 
@@ -318,7 +331,7 @@ class Split:
             return True
         for a in (arg.elems if isinstance(arg, ir.Tuple) else (arg,)):
             if isinstance(a, ir.Var):
-                b.store(a.name, a.type)
+                self.keep(b, a.name)
         dv = self.atom_cot(b, binder)
         darg = self.fresh("da")
         b.cur.append((darg, ir.Call(DerivedName("rev", base), ir.Tuple((arg, dv)))))
@@ -368,7 +381,7 @@ class Split:
         self.types[pairs] = pair_t
         b.store(pairs, Vec(pair_t))
         for x in keep:
-            b.store(x, self.types[x])
+            self.keep(b, x)
         dv = self.atom_cot(b, binder)
         dt_i = C("index", V(i), dv) if f == "build" else dv
         bog_i = ir.Get(2, 2, C("index", V(i), V(pairs)))
