@@ -33,7 +33,9 @@ recursive BOG type, which the language cannot write (why the Knossos compiler
 refused recursion).  A generated ``[suffwdpass f]`` therefore returns its BOG
 behind the opaque type ``BOG`` (``bogPack``), and ``[sufrevpass f]`` opens it
 (``(bogOpen b (lam (w : B) w))``: the λ only carries the structure type B for
-the checker).  Inside one function every BOG is structurally typed and
+the checker).  At run time a BOG is a box (:class:`Bog`), so keeping one costs
+one operation, like the reference it is; a loop keeps each iteration's BOG
+boxed too unless it is a few scalars.  Inside one function every BOG is structurally typed and
 checked; ``labrys show`` prints B in the stage title.
 """
 from __future__ import annotations
@@ -64,9 +66,22 @@ def _open_type(t: Type) -> Type | None:
     return None
 
 
-primitive("bogPack", lambda t: BOG, lambda t: lambda x: x,
+class Bog:
+    """A BOG at run time: an opaque box, so keeping one costs one operation on the
+    op meter, like the reference it is (Note [Opaque BOGs])."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "<BOG>"
+
+
+primitive("bogPack", lambda t: BOG, lambda t: Bog,
           "(bogPack b): a function's BOG behind the opaque type BOG (split reverse mode).", _one, nondiff=True)
-primitive("bogOpen", _open_type, lambda t: spread(lambda b, w: b),
+primitive("bogOpen", _open_type, lambda t: spread(lambda b, w: b.value),
           "(bogOpen b (lam (w : B) w)): the BOG b as its structure type B (split reverse mode).", _one,
           nondiff=True)
 
@@ -197,6 +212,11 @@ class Split:
         for group in reversed(b.rev):
             out.extend((binder, dt if isinstance(rhs, str) else rhs) for binder, rhs in group)
         return wrap(out, ir.Tuple(tuple(V(self.cot(x)) for x in consumed)))
+
+    def witness(self, t: Type) -> ir.Lam:
+        """``(lam (w : t) w)``: the structure type a ``bogOpen`` opens to."""
+        w = self.fresh("w")
+        return ir.Lam(w, t, V(w))
 
     def differentiable(self, names) -> list[str]:
         return [x for x in names if not self.constant(x)]
@@ -371,13 +391,15 @@ class Split:
         consumed = sorted(free_vars(lam_))
         inner = self.block(lam_.body, b, (i,))
         pairs = self.fresh("vb")
-        b.emit((pairs, C("build", n, ir.Lam(i, INTEGER, self.forward(inner, lambda x: x)))))
+        boxed = not _scalars(inner.bog_type)  # Note [Opaque BOGs]: one op per iteration, not its size
+        box = (lambda x: C("bogPack", x)) if boxed else (lambda x: x)
+        b.emit((pairs, C("build", n, ir.Lam(i, INTEGER, self.forward(inner, box)))))
         item = ir.Lam(i, INTEGER, ir.Get(1, 2, C("index", V(i), V(pairs))))
         b.emit((binder, C(f, C("size", V(pairs)), item)))
         keep = self.differentiable(consumed)
         if not keep:
             return
-        pair_t = TTuple((inner.tail.type, inner.bog_type))
+        pair_t = TTuple((inner.tail.type, BOG if boxed else inner.bog_type))
         self.types[pairs] = pair_t
         b.store(pairs, Vec(pair_t))
         for x in keep:
@@ -385,10 +407,16 @@ class Split:
         dv = self.atom_cot(b, binder)
         dt_i = C("index", V(i), dv) if f == "build" else dv
         bog_i = ir.Get(2, 2, C("index", V(i), V(pairs)))
+        if boxed:
+            bog_i = C("bogOpen", bog_i, self.witness(inner.bog_type))
         body = self.reverse(inner, dt_i, bog_i, keep)
         like = ir.Tuple(tuple(V(x) for x in keep))
         b.cur.append((tuple(self.cot(x) for x in keep),
                       C("ts_sumbuild", C("size", V(pairs)), ir.Lam(i, INTEGER, body), like)))
+
+
+def _scalars(t: TTuple) -> bool:
+    return all(e in (FLOAT, INTEGER) for e in t.elems)
 
 
 def _written(sig) -> bool:
