@@ -47,7 +47,7 @@ from ..ir import nodes as ir
 from ..ir.build import C, V
 from ..ir.names import DerivedName, TypedName, erase_types
 from ..ir.traverse import FreshNames, children, free_vars
-from ..ir.types import BOG, FLOAT, INTEGER, TLam, TSum, TTuple, Type, Vec, show_type
+from ..ir.types import BOG, FLOAT, INTEGER, TLam, TSum, TTuple, Type
 from ..opt.anf import rename_apart
 from ..types.checker import Functions, Signature
 from ..types.primitives import args_of, lookup, primitive, spread
@@ -203,15 +203,24 @@ class Split:
         """The block's forward code, returning (result, wrap_bog(its BOG))."""
         return wrap(b.fwd, ir.Tuple((b.tail, wrap_bog(b.bog()))))
 
-    def reverse(self, b: Block, dt: ir.Expr, bog: ir.Expr, consumed: list[str]) -> ir.Expr:
-        """∇r of the block: bind ∂ of everything, return the tuple of ∂ of ``consumed``."""
+    def reverse(self, b: Block, dt: ir.Expr, bog: ir.Expr | None, consumed: list[str],
+                unpack: bool = True) -> ir.Expr:
+        """∇r of the block: bind ∂ of everything, return the tuple of ∂ of ``consumed``
+        (``unpack=False``: the block's forward bindings are in scope, not its BOG)."""
         out = []
-        if b.stored:
+        if b.stored and unpack:
             out.append((tuple(b.stored), bog))
         out.extend((copy, V(root)) for copy, root in b.aliases.items())
         for group in reversed(b.rev):
             out.extend((binder, dt if isinstance(rhs, str) else rhs) for binder, rhs in group)
-        return wrap(out, ir.Tuple(tuple(V(self.cot(x)) for x in consumed)))
+        return wrap(out, ir.Tuple(tuple(self.cot_of(x) for x in consumed)))
+
+    def forward_bindings(self, b: Block, body: ir.Expr) -> ir.Expr:
+        """The block's forward bindings around ``body`` (a fold's reverse step)."""
+        return wrap(b.fwd, body)
+
+    def constant_type(self, t: Type) -> bool:
+        return is_constant_tangent(t)
 
     def witness(self, t: Type) -> ir.Lam:
         """``(lam (w : t) w)``: the structure type a ``bogOpen`` opens to."""
@@ -379,40 +388,8 @@ class Split:
         b.cur.append((tuple(self.cot(x) for x in keep), ir.Case(V(bog), lv, alts[0], rv, alts[1])))
 
     def loop(self, b: Block, binder, rhs: ir.Call, f: str, arg: ir.Expr) -> None:
-        """build/sumbuild (Fig. 24, Fig. 26's build with its environment): the forward
-        pass keeps each iteration's BOG; the reverse sums the λ's ∂s over them."""
-        if f == "fold":
-            raise unsupported("'fold' in split mode (not implemented yet; use rev)", rhs)
-        n, lam_ = arg.elems
-        if not isinstance(lam_, ir.Lam) or n.type != INTEGER:
-            raise unsupported(f"'{f}' over a tensor of rank > 1, or without a literal lambda", rhs)
-        i = lam_.var
-        self.types[i] = INTEGER
-        consumed = sorted(free_vars(lam_))
-        inner = self.block(lam_.body, b, (i,))
-        pairs = self.fresh("vb")
-        boxed = not _scalars(inner.bog_type)  # Note [Opaque BOGs]: one op per iteration, not its size
-        box = (lambda x: C("bogPack", x)) if boxed else (lambda x: x)
-        b.emit((pairs, C("build", n, ir.Lam(i, INTEGER, self.forward(inner, box)))))
-        item = ir.Lam(i, INTEGER, ir.Get(1, 2, C("index", V(i), V(pairs))))
-        b.emit((binder, C(f, C("size", V(pairs)), item)))
-        keep = self.differentiable(consumed)
-        if not keep:
-            return
-        pair_t = TTuple((inner.tail.type, BOG if boxed else inner.bog_type))
-        self.types[pairs] = pair_t
-        b.store(pairs, Vec(pair_t))
-        for x in keep:
-            self.keep(b, x)
-        dv = self.atom_cot(b, binder)
-        dt_i = C("index", V(i), dv) if f == "build" else dv
-        bog_i = ir.Get(2, 2, C("index", V(i), V(pairs)))
-        if boxed:
-            bog_i = C("bogOpen", bog_i, self.witness(inner.bog_type))
-        body = self.reverse(inner, dt_i, bog_i, keep)
-        like = ir.Tuple(tuple(V(x) for x in keep))
-        b.cur.append((tuple(self.cot(x) for x in keep),
-                      C("ts_sumbuild", C("size", V(pairs)), ir.Lam(i, INTEGER, body), like)))
+        from .bog_loops import build, fold  # the loops' cases, in their own module
+        (fold if f == "fold" else build)(self, b, binder, rhs, f, arg)
 
 
 def _scalars(t: TTuple) -> bool:
@@ -476,5 +453,3 @@ def split(d: ir.Def, functions: Functions, fresh: FreshNames) -> tuple[ir.Def, i
     return fwd, rev, blk.bog_type
 
 
-def show_bog(t: Type) -> str:
-    return show_type(t)
