@@ -210,11 +210,12 @@ NO_DERIVATIVE = {  # primitives no derivation differentiates, and why
                     "delta2Gradient", "delta1Gradient", "dualZip")},
 }
 NOT_COMPILED = {  # what still runs on the python backend (docs/backends.md), to shrink
-    "$BENCH", "$check", "$ranhashdoub", "Add", "Scale", "Vec_init", "Zero", "bogOpen", "bogPack", "delta1Gradient",
-    "delta1Inputs",
+    "$BENCH", "$check", "$ranhashdoub", "Add", "Scale", "Vec_init", "Zero", "bogOpen", "bogPack", "ccl",
+    "delta1Gradient", "delta1Inputs",
     "delta2Gradient", "delta2Inputs", "deltaGradient", "deltaInputs", "deltaLet", "digamma", "dualZip", "ifold",
     "lmAdd", "lmApply", "lmApplyR", "lmBuild", "lmBuildT", "lmCompose", "lmFold", "lmHCat", "lmHCatV", "lmMake",
-    "lmOne", "lmScale", "lmSumBuild", "lmTranspose", "lmVCat", "lmVCatV", "lmZero", "matvec_T", "oplus", "otimes",
+    "lmOne", "lmScale", "lmSumBuild", "lmTranspose", "lmVCat", "lmVCatV", "lmZero", "matvec_T", "nTimes", "oplus",
+    "otimes",
     "outer", "pr", "print", "rfold", "setAt", "shape", "unzip", "zeroS"}
 
 

@@ -311,7 +311,7 @@ def tupled(signature):
 
 def treats(prim: Primitive) -> str:
     """How these derivations treat a call of ``prim`` (labrys.ad.registry.coverage)."""
-    if prim.name in LOOPS or prim.name == "ts_sumbuild":  # desugared: opt.anf.desugar_for_ad
+    if prim.name in LOOPS or prim.name in ("ts_sumbuild", "nTimes", "ccl"):  # desugared: opt.anf.desugar_for_ad
         return "own rule"
     if prim.nondiff:
         return "zero"

@@ -179,6 +179,9 @@ def _desugar(e: ir.Expr, fresh: FreshNames, ts_sumbuild: bool) -> ir.Expr:
             body = ir.Let(f.var, ir.Call("index", ir.Tuple((ir.Var(i), ir.Var(vs)))), f.body)
             size = ir.Call("size", ir.Var(vs))
             return ir.Let(vs, v, ir.Call("build", ir.Tuple((size, ir.Lam(i, INTEGER, body)))))
+    if ts_sumbuild and isinstance(e, ir.Call) and e.func in ("nTimes", "ccl") and isinstance(e.arg, ir.Tuple) \
+            and isinstance(e.arg.elems[2], ir.Lam):
+        return _iterate_as_fold(e.func, *e.arg.elems, fresh)
     if ts_sumbuild and isinstance(e, ir.Call) and e.func == "ts_sumbuild" and isinstance(e.arg, ir.Tuple) \
             and e.arg.elems[0].type == INTEGER:
         n, f, like = e.arg.elems
@@ -187,6 +190,24 @@ def _desugar(e: ir.Expr, fresh: FreshNames, ts_sumbuild: bool) -> ir.Expr:
         return ir.Let(k, n, ir.If(empty, ir.Call("ts_zero", like),
                                   ir.Call("sumbuild", ir.Tuple((ir.Var(k), f)))))
     return e
+
+
+def _iterate_as_fold(kind: str, n: ir.Expr, s0: ir.Expr, f: ir.Lam, fresh: FreshNames) -> ir.Expr:
+    """(nTimes n s0 (lam (s : T) e))  ↦  (fold (lam (acc_i : (Tuple T Integer)) (let (s acc) e)) s0 (build n i))
+    and (ccl n s0 (lam (ks : (Tuple Integer T)) e)) the same over the indices n-1 … 0 with ks = (k, acc):
+    the AD of fold (its RFold tape, Figs 16–17's revr) then serves both (Ellis et al. Figs 16–19)."""
+    k, acc_i, i = fresh("n"), fresh("acc_i"), fresh("i")
+    t = f.var_type if kind == "nTimes" else f.var_type.elems[1]
+    pair = ir.Var(acc_i)
+    acc, index = ir.Get(1, 2, pair), ir.Get(2, 2, pair)
+    value = acc if kind == "nTimes" else ir.Tuple((index, acc))
+    step = ir.Lam(acc_i, TTuple((t, INTEGER)), ir.Let(f.var, value, f.body))
+    one = ir.Const(1, INTEGER)
+    item = ir.Var(i) if kind == "nTimes" else \
+        ir.Call("sub", ir.Tuple((ir.Call("sub", ir.Tuple((ir.Var(k), one))), ir.Var(i))))
+    indices = ir.Call("build", ir.Tuple((ir.Var(k), ir.Lam(i, INTEGER, item))))
+    ok = ir.Call("gte", ir.Tuple((ir.Var(k), ir.Const(0, INTEGER))))
+    return ir.Let(k, n, ir.Assert(ok, ir.Call("fold", ir.Tuple((step, s0, indices)))))
 
 
 @deep

@@ -222,6 +222,50 @@ primitive("fold", _fold_type, lambda t: spread(_fold),
           structural=True)
 
 
+# --- nTimes / ccl (Ellis et al. Figs 16–19): loops with a known step ---------------
+
+def _ntimes_type(t: Type) -> Type | None:
+    abc = args_of(t, 3)
+    if abc is None:
+        return None
+    n, s, f = abc
+    return s if n == INTEGER and isinstance(f, TLam) and f.arg == s and f.res == s else None
+
+
+def _ntimes(n, s, f):
+    if n < 0:
+        raise PrimError(f"nTimes: the count {n} is negative")
+    for _ in range(n):
+        s = f(s)
+    return s
+
+
+def _ccl_type(t: Type) -> Type | None:
+    abc = args_of(t, 3)
+    if abc is None:
+        return None
+    n, s, f = abc
+    ok = n == INTEGER and isinstance(f, TLam) and f.arg == TTuple((INTEGER, s)) and f.res == s
+    return s if ok else None
+
+
+def _ccl(n, s, f):
+    if n < 0:
+        raise PrimError(f"ccl: the count {n} is negative")
+    for k in range(n - 1, -1, -1):  # ccl n s f = ccl (n-1) (f (n-1, s)) f
+        s = f((k, s))
+    return s
+
+
+primitive("nTimes", _ntimes_type, lambda t: spread(_ntimes),
+          "(nTimes n s0 (lam (s : T) e)): the step applied n times to s0 (n ≥ 0; Ellis et al. Fig. 16).",
+          cost=lambda r, a: 0, structural=True)
+primitive("ccl", _ccl_type, lambda t: spread(_ccl),
+          "(ccl n s0 (lam (ks : Tuple Integer T) e)): the step applied with k = n-1 down to 0, "
+          "ccl 0 s f = s, ccl n s f = ccl (n-1) (f (tuple (n-1) s)) f (Ellis et al. Fig. 18).",
+          cost=lambda r, a: 0, structural=True)
+
+
 def _map_type(t: Type) -> Type | None:
     ab = args_of(t, 2)
     if ab and isinstance(ab[0], TLam) and isinstance(ab[1], TTensor) and ab[0].arg == ab[1].elem:
