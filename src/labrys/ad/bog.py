@@ -52,7 +52,8 @@ from ..opt.anf import rename_apart
 from ..types.checker import Functions, Signature
 from ..types.primitives import args_of, lookup, primitive, spread
 from ..types.tangent import is_constant_tangent, tangent_type, zero_tangent
-from .suf import LOOPS_WITH_LAMBDA, unsupported
+from ..util.deep import deep
+from .suf import LOOPS_WITH_LAMBDA, free_var_table, unsupported
 
 
 def _one(result, arg) -> int:
@@ -138,7 +139,12 @@ class Split:
         self.types: dict[str, Type] = {p.name: p.type for p in d.params}
         self.cots: dict[str, str] = {}
         self.alias: dict[str, str] = {}   # a copy made by dup -> the variable it copies
+        self.table = free_var_table(d.body)
         _binder_types(d.body, self.types)
+
+    def fv(self, e: ir.Expr) -> frozenset:
+        known = self.table.get(id(e))
+        return known if known is not None else frozenset(free_vars(e))
 
     # --- cotangent names: ∂x is bound exactly once, where x is used -------------
     def constant(self, x: str) -> bool:
@@ -274,7 +280,7 @@ class Split:
             case ir.If(c, t, f):
                 self.if_(b, binder, rhs, c, t, f)
             case ir.Assert(c, body):
-                consumed = sorted(free_vars(body))
+                consumed = sorted(self.fv(body))
                 inner = self.block(body, b)
                 pair = self.pair_binding(b, binder, ir.Assert(c, self.forward(inner, lambda x: x)), inner.bog_type)
                 keep = self.differentiable(consumed)
@@ -373,7 +379,7 @@ class Split:
 
     def if_(self, b: Block, binder, rhs: ir.If, c, t, f) -> None:
         """if: the BOG is Inl b1 or Inr b2; the reverse a case over it (Fig. 24)."""
-        consumed = sorted(free_vars(t) | free_vars(f))
+        consumed = sorted(self.fv(t) | self.fv(f))
         blocks = [self.block(t, b), self.block(f, b)]
         sum_type = TSum(blocks[0].bog_type, blocks[1].bog_type)
         branches = [self.forward(blk, lambda x, left=left: ir.Inj(left, sum_type, x))
@@ -424,6 +430,7 @@ def _binder_types(e: ir.Expr, types: dict[str, Type]) -> None:
         stack.extend(c for c, _ in children(x))
 
 
+@deep
 def split(d: ir.Def, functions: Functions, fresh: FreshNames) -> tuple[ir.Def, ir.Def, Type]:
     """``[suffwdpass f]`` and ``[sufrevpass f]`` of the SUF def ``d``, and f's BOG type."""
     s = Split(d, functions, fresh)

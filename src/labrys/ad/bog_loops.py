@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.build import C, V
-from ..ir.traverse import free_vars
 from ..ir.types import BOG, FLOAT, INTEGER, TTuple, Vec
 from ..types.tangent import tangent_type
 from .suf import unsupported
@@ -41,7 +40,7 @@ def build(s, b, binder, rhs: ir.Call, f: str, arg: ir.Tuple) -> None:
         raise unsupported(f"'{f}' over a tensor of rank > 1, or without a literal lambda", rhs)
     i = lam_.var
     s.types[i] = INTEGER
-    consumed = sorted(free_vars(lam_))
+    consumed = sorted(s.fv(lam_))
     inner = s.block(lam_.body, b, (i,))
     pairs = s.fresh("vb")
     boxed = not _scalars(inner.bog_type)  # Note [Opaque BOGs]: one op per iteration, not its size
@@ -75,7 +74,7 @@ def fold(s, b, binder, rhs: ir.Call, f: str, arg: ir.Tuple) -> None:
         raise unsupported("'fold' without a literal lambda", rhs)
     t, t_type = step.var, step.var_type
     s.types[t] = t_type
-    captured = sorted(free_vars(step))
+    captured = sorted(s.fv(step))
     inner = s.block(step.body, b, (t,))
     b.emit((binder, rhs))
     for x in captured + [a.name for a in (acc0, v) if isinstance(a, ir.Var)]:

@@ -30,7 +30,7 @@ from __future__ import annotations
 from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.build import C, V
-from ..ir.traverse import FreshNames, free_vars, substitute
+from ..ir.traverse import FreshNames, children, free_vars
 from ..util.deep import deep
 
 LOOPS_WITH_LAMBDA = {"build": 1, "sumbuild": 1, "fold": 0}  # where the λ is among the arguments
@@ -40,11 +40,43 @@ def unsupported(what: str, e: ir.Expr) -> LabrysError:
     return LabrysError(f"split reverse mode (BOG AD) does not support {what}", e.span)
 
 
-class Suf:
-    """The conversion of one def (input in A-normal form, renamed apart, typed)."""
+def free_var_table(e: ir.Expr) -> dict[int, frozenset]:
+    """The free variables of every node of ``e``, by ``id``, in one iterative pass
+    (so nested scopes do not recompute them: linear, not quadratic, in depth)."""
+    table: dict[int, frozenset] = {}
+    stack = [(e, False)]
+    while stack:
+        x, done = stack.pop()
+        if id(x) in table:
+            continue
+        kids = children(x)
+        if not done and kids:
+            stack.append((x, True))
+            stack.extend((c, False) for c, _ in kids)
+            continue
+        if isinstance(x, ir.Var):
+            table[id(x)] = frozenset((x.name,))
+        else:
+            acc: set = set()
+            for c, binders in kids:
+                acc |= table[id(c)] - set(binders)
+            table[id(x)] = frozenset(acc)
+    return table
 
-    def __init__(self, fresh: FreshNames) -> None:
-        self.fresh = fresh
+
+class Suf:
+    """The conversion of one def (input in A-normal form, renamed apart, typed).
+
+    A nested block is converted with ``ren``, the map from the names its free
+    variables have in the input to the names of the copies it consumes, instead
+    of substituting them into it (one pass over the def, whatever its depth)."""
+
+    def __init__(self, fresh: FreshNames, table: dict[int, frozenset] | None = None) -> None:
+        self.fresh, self.table = fresh, table or {}
+
+    def fv(self, e: ir.Expr) -> frozenset:
+        known = self.table.get(id(e))
+        return known if known is not None else frozenset(free_vars(e))
 
     # --- the uses at one binding's right-hand side (a "site") -----------------
     def site_uses(self, e: ir.Expr) -> list[str]:
@@ -62,12 +94,12 @@ class Suf:
             case ir.Call(f, arg):
                 if f in LOOPS_WITH_LAMBDA and isinstance(arg, ir.Tuple):
                     return [u for x in arg.elems for u in
-                            (sorted(free_vars(x)) if isinstance(x, ir.Lam) else self.site_uses(x))]
+                            (sorted(self.fv(x)) if isinstance(x, ir.Lam) else self.site_uses(x))]
                 return self.site_uses(arg)
             case ir.If(c, t, f):
-                return self.site_uses(c) + sorted(free_vars(t) | free_vars(f))
+                return self.site_uses(c) + sorted(self.fv(t) | self.fv(f))
             case ir.Assert(c, body):
-                return self.site_uses(c) + sorted(free_vars(body))
+                return self.site_uses(c) + sorted(self.fv(body))
             case ir.Lam():
                 raise unsupported("a function value (lam) outside build, sumbuild and fold", e)
             case ir.App() | ir.Case():
@@ -96,35 +128,34 @@ class Suf:
                 return ir.Call(f, self.rename_site(arg, take), type=e.type, span=e.span)
             case ir.If(c, t, f):
                 c2 = self.rename_site(c, take)
-                names = sorted(free_vars(t) | free_vars(f))
-                sub = {x: ir.Var(take(x)) for x in names}
-                consumed = sorted(y.name for y in sub.values())
-                branches = (self.block(substitute(b, sub), consumed) for b in (t, f))
+                ren = {x: take(x) for x in sorted(self.fv(t) | self.fv(f))}
+                consumed = sorted(ren.values())
+                branches = (self.block(b, consumed, ren) for b in (t, f))
                 return ir.If(c2, *branches, type=e.type, span=e.span)
             case ir.Assert(c, body):
                 c2 = self.rename_site(c, take)
-                names = sorted(free_vars(body))
-                sub = {x: ir.Var(take(x)) for x in names}
-                b = self.block(substitute(body, sub), sorted(y.name for y in sub.values()))
+                ren = {x: take(x) for x in sorted(self.fv(body))}
+                b = self.block(body, sorted(ren.values()), ren)
                 return ir.Assert(c2, b, type=e.type, span=e.span)
         raise TypeError(f"not an expression: {e!r}")
 
     def scope(self, f: ir.Lam, take) -> ir.Lam:
         """A loop's λ: one use of each free variable outside; inside, its own SUF."""
-        sub = {x: ir.Var(take(x)) for x in sorted(free_vars(f))}
-        body = substitute(f.body, sub)
-        consumed = sorted({y.name for y in sub.values()} | {f.var})
-        return ir.Lam(f.var, f.var_type, self.block(body, consumed), type=f.type, span=f.span)
+        ren = {x: take(x) for x in sorted(self.fv(f))}
+        consumed = sorted(set(ren.values()) | {f.var})
+        return ir.Lam(f.var, f.var_type, self.block(f.body, consumed, ren), type=f.type, span=f.span)
 
     # --- a block: a let chain and its tail ----------------------------------
-    def block(self, e: ir.Expr, consumed: list[str]) -> ir.Expr:
-        """``e`` in SUF, using each variable of ``consumed`` exactly once (they
-        include every free variable of ``e``)."""
+    def block(self, e: ir.Expr, consumed: list[str], ren: dict[str, str] | None = None) -> ir.Expr:
+        """``e`` in SUF, using each variable of ``consumed`` exactly once (they are
+        the free variables of ``e``, renamed by ``ren``, and maybe more)."""
+        ren = ren or {}
         bindings, tail = chain(e)
         uses = [self.site_uses(rhs) for _, rhs, _ in bindings] + [self.site_uses(tail)]
         count: dict[str, int] = {}
         for us in uses:
             for u in us:
+                u = ren.get(u, u)
                 count[u] = count.get(u, 0) + 1
         copies: dict[str, list[str]] = {}
 
@@ -145,6 +176,7 @@ class Suf:
             return out
 
         def take(x: str) -> str:
+            x = ren.get(x, x)
             return copies[x].pop(0) if x in copies else x
 
         out = prologue(consumed)
@@ -178,7 +210,7 @@ def single_use_form(d: ir.Def, fresh: FreshNames) -> ir.Def:
     """The def ``d`` (typed, A-normal, renamed apart) in single-use form."""
     for p in d.params:
         fresh.avoid((p.name,))
-    body = Suf(fresh).block(d.body, [p.name for p in d.params])
+    body = Suf(fresh, free_var_table(d.body)).block(d.body, [p.name for p in d.params])
     return ir.Def(d.name, d.ret, d.params, body, span=d.span)
 
 
