@@ -95,9 +95,24 @@ def _check_types(t: Type) -> tuple[Type, Type] | None:
     s, r = f.arg, f.res
     ds, dr = tangent_type(s), tangent_type(r)
     want = [s] * (len(rest) - 2) + [ds, dr]
-    if rev_f != TLam(TTuple((s, dr)), ds) or x != s or list(rest) != want:
+    points = [x, *rest[:-1]]
+    # Note [One-tuples in $check]: (tuple 1.1) stands for 1.1 where f takes a Float
+    points = [p.elems[0] if _one_tuple_of(p, w) else p for p, w in zip(points, [s, *want[:-1]])]
+    if rev_f != TLam(TTuple((s, dr)), ds) or [*points, rest[-1]] != [s, *want]:
         return None
     return s, r
+
+
+def _one_tuple_of(t: Type, want: Type) -> bool:
+    return isinstance(t, TTuple) and len(t.elems) == 1 and t.elems[0] == want and t != want
+
+
+# Note [One-tuples in $check]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Older Knossos programs check a one-argument function with the point and
+# the step written as one-tuples, ($check f rev$f (tuple 1.1) (tuple 1e-5) 0.3):
+# the Knossos compiler makes a one-element tuple its element.  $check accepts
+# a one-tuple wherever f's argument (or its tangent) is expected and unwraps it.
 
 
 def _tangent_sub(t: Type) -> Callable[[Any, Any], Any]:
@@ -120,8 +135,12 @@ def _check_impl(t: Type):
     plus, minus = ts_add_fn(s), _tangent_sub(r)
     dot_s, dot_r = _dot(tangent_type(s)), _dot(tangent_type(r))
 
+    wrapped = [_one_tuple_of(p, w) for p, w in zip(t.elems[2:-1], [s] * (len(t.elems) - 4) + [tangent_type(s)])]
+
     def check(args):
-        f, rev_f, x, *rest = args
+        f, rev_f, *points, df = args
+        x, *rest = [p[0] if w else p for p, w in zip(points, wrapped)]
+        rest.append(df)
         x2, dx, df = (x, *rest) if len(rest) == 2 else rest
         d1 = dot_r(minus(f(plus(x, dx)), f(x)), df)
         d2 = dot_s(rev_f((x2, df)), dx)

@@ -15,6 +15,7 @@ from ..ir import nodes as ir
 from ..ir.names import DerivedName, Name, TypedName
 from ..ir.types import BASE_TYPES, TLM, TLam, TSum, TTensor, TTuple, Type
 from ..util.deep import deep
+from .knossos_forms import dummy_value, operator_name
 from .sexpr import Atom, SExpr, SList, read
 
 _GET = re.compile(r"get\$([0-9]+)\$([0-9]+)\Z")
@@ -196,6 +197,8 @@ class _ExprParser:
             raise _err("only a named function can be called; bind the function to a variable first", head)
         # a local's name is never an old-style derived name like D$f
         name = head.value if _is_sym(head) and self.scope.get(head.value) else parse_name(head)
+        if isinstance(name, str) and not self.scope.get(name):
+            name = operator_name(name, len(args)) or name   # Note [Symbolic operators]
         if name in _OLD_FUNCTION_ARGS:
             return self.old_function_args(x, name, args)
         return ir.Call(name, self.arg(x, args), span=x.span)
@@ -299,6 +302,12 @@ class _ExprParser:
         (lv, lb), (rv, rb) = alts
         return ir.Case(scrut, lv, lb, rv, rb, span=x.span)
 
+    def form_dummy(self, x: SList, args: tuple[SExpr, ...]) -> ir.Expr:
+        """``($dummy T)``: Note [$dummy] in knossos_forms.py."""
+        if not args:
+            raise _err("malformed '$dummy': expected ($dummy TYPE)", x)
+        return dummy_value(_type_from_items(args, x), x.span)
+
     def form_fn(self, x: SList, args: tuple[SExpr, ...]) -> ir.Expr:
         self.arity(x, args, 1, "(fn NAME) or (fn [NAME T])")
         return ir.FnRef(parse_name(args[0]), span=x.span)
@@ -315,6 +324,7 @@ _OLD_FUNCTION_ARGS = ("$trace", "$check")
 
 _FORMS = {name: getattr(_ExprParser, "form_" + name)
           for name in ("let", "if", "tuple", "lam", "assert", "inl", "inr", "case", "fn")}
+_FORMS["$dummy"] = _ExprParser.form_dummy
 
 
 def _binding_pattern(b: SExpr) -> str | tuple[str, ...] | None:
