@@ -174,11 +174,14 @@ def _desugar(e: ir.Expr, fresh: FreshNames, ts_sumbuild: bool) -> ir.Expr:
         e = rebuild(e, [_desugar(c, fresh, ts_sumbuild) for c, _ in kids])
     if isinstance(e, ir.Call) and e.func == "map" and isinstance(e.arg, ir.Tuple):
         f, v = e.arg.elems
-        if isinstance(f, ir.Lam) and getattr(v.type, "rank", None) == 1:
+        rank = getattr(v.type, "rank", None)
+        # for AD, a map over a Tensor N too (Note [Loop linear maps over tensors]); compiled code keeps rank 1
+        if isinstance(f, ir.Lam) and (rank == 1 or rank and ts_sumbuild):
             i, vs = fresh("i"), fresh("v")
             body = ir.Let(f.var, ir.Call("index", ir.Tuple((ir.Var(i), ir.Var(vs)))), f.body)
             size = ir.Call("size", ir.Var(vs))
-            return ir.Let(vs, v, ir.Call("build", ir.Tuple((size, ir.Lam(i, INTEGER, body)))))
+            index = INTEGER if rank == 1 else TTuple((INTEGER,) * rank)
+            return ir.Let(vs, v, ir.Call("build", ir.Tuple((size, ir.Lam(i, index, body)))))
     if ts_sumbuild and isinstance(e, ir.Call) and e.func == "ts_sumbuild" and isinstance(e.arg, ir.Tuple) \
             and e.arg.elems[0].type == INTEGER:
         n, f, like = e.arg.elems
