@@ -426,7 +426,7 @@ def test_nondiff_primitives(name):
 
 # --- 5. completeness ----------------------------------------------------------------
 
-STRUCTURAL = {"build", "sumbuild", "fold", "map", "ifold", "ts_sumbuild"}
+STRUCTURAL = {"build", "sumbuild", "fold", "map", "map2", "ifold", "ts_sumbuild"}
 NO_DERIVATIVE = {"digamma", "rfold", "buildFromSparse", "buildFromSparseTupled",
                  # Krawiec et al.'s run-time helpers, never differentiated (ad/deltas.py, ad/dual_io.py)
                  "zeroS", "oplus", "otimes", "deltaInputs", "delta2Inputs", "delta1Inputs",

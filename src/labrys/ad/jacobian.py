@@ -23,7 +23,7 @@ from ..ir.types import TLM, Type
 from ..types.primitives import lookup
 from ..types.tangent import is_constant_tangent, tangent_type
 
-LOOPS = {"build", "sumbuild", "fold", "map", "ifold"}  # Knossos's own rules for loops: :meth:`Nabla.loop`
+LOOPS = {"build", "sumbuild", "fold", "map", "map2", "ifold"}  # Knossos's own rules for loops: :meth:`Nabla.loop`
 
 
 def unsupported(what: str, e: ir.Expr, algorithm: str = "Knossos AD") -> LabrysError:
