@@ -240,6 +240,8 @@ case("setAt", [II, M2, F], lambda rng: ((int(rng.integers(0, 2)), int(rng.intege
 case("dot", [VF, VF], lambda rng: (small(rng, 4), small(rng, 4)))
 case("dot", [M2, M2], lambda rng: (small(rng, (2, 3)), small(rng, (2, 3))))
 case("matvec_T", [M2, VF], lambda rng: (small(rng, (2, 3)), small(rng, 2)))
+case("dotv", [VF, VF], lambda rng: (small(rng, 4), small(rng, 4)))
+case("mul$Mat$Vec", [VVF, VF], lambda rng: (rows(rng, 2, 3), small(rng, 3)))
 case("matvec_T", [VVF, VF], lambda rng: (rows(rng, 2, 3), small(rng, 2)))
 case("outer", [VF, VF], lambda rng: (small(rng, 2), small(rng, 3)))
 

@@ -217,7 +217,8 @@ NOT_COMPILED = {  # what still runs on the python backend (docs/backends.md), to
     "delta2Gradient", "delta2Inputs", "deltaGradient", "deltaInputs", "deltaLet", "digamma", "dualZip", "ifold",
     "lmAdd", "lmApply", "lmApplyR", "lmBuild", "lmBuildT", "lmCompose", "lmFold", "lmHCat", "lmHCatV", "lmMake",
     "lmOne", "lmScale", "lmSumBuild", "lmTranspose", "lmVCat", "lmVCatV", "lmZero", "matvec_T", "oplus", "otimes",
-    "outer", "pr", "print", "rfold", "setAt", "shape", "unzip", "zeroS", "buildFromSparse", "buildFromSparseTupled"}
+    "outer", "pr", "print", "rfold", "setAt", "shape", "unzip", "zeroS", "buildFromSparse", "buildFromSparseTupled",
+    "dotv", "mul$Mat$Vec"}
 
 
 def test_every_primitive_is_classified_for_every_algorithm():

@@ -15,8 +15,9 @@ from ..ir.types import FLOAT, INTEGER, UNIT, TBase, TLam, TTensor, TTuple, Type
 from ..types.primitives import args_of, primitive, spread
 from ..types.tangent import shape_type, tangent_type, zero_tangent
 from ..values import dense, format_value, make_vec
-from .arith import is_data
+from .arith import _matvec, is_data
 from .tangents import _dot, ts_add_fn
+from .vectors import outer_like
 
 
 def _pr_impl(t: Type):
@@ -205,3 +206,34 @@ primitive("setAt", _set_at_type, lambda t: spread(_set_at),
           fwd=lambda a, d, t, y: C("setAt", a[0], d[1], d[2]),
           rev=lambda a, r, t, y: (zero_tangent(a[0], t[0]), C("setAt", a[0], r, zero_tangent(a[2], t[2])),
                                C("index", a[0], r)))
+
+
+# Note [The Knossos runtime's own functions]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Knossos programs declare functions of the Knossos C++ runtime with an edef
+# and call them: (edef dotv Float ((Vec Float) (Vec Float))),
+# (edef mul$Mat$Vec (Vec Float) ((Vec (Vec Float)) (Vec Float))).  They are
+# the prelude's dot and matrix-vector mul under older names; as primitives of
+# those types, the programs' edefs re-declare them (collect_functions) and the
+# calls run, with the derivative rules of dot and mul.
+
+def _dotv_type(t: Type) -> Type | None:
+    return FLOAT if args_of(t, 2) == (TTensor(1, FLOAT), TTensor(1, FLOAT)) else None
+
+
+primitive("dotv", _dotv_type, lambda t: spread(lambda u, v: float(np.dot(dense(u), dense(v)))),
+          "(dotv u v): inner product of two vectors (the Knossos runtime's dotv, the prelude's dot).",
+          fwd=lambda a, d, t, y: C("add", C("dotv", d[0], a[1]), C("dotv", a[0], d[1])),
+          rev=lambda a, r, t, y: (C("ts_scale", r, a[1]), C("ts_scale", r, a[0])))
+
+_MAT_VEC = (TTensor(1, TTensor(1, FLOAT)), TTensor(1, FLOAT))
+
+
+def _mat_vec_impl(t: Type):
+    return spread(lambda m, v: _matvec(m, dense(v)))
+
+
+primitive("mul$Mat$Vec", lambda t: TTensor(1, FLOAT) if args_of(t, 2) == _MAT_VEC else None, _mat_vec_impl,
+          "(mul$Mat$Vec M v): matrix (a vector of rows) times vector (the Knossos runtime's name for mul).",
+          fwd=lambda a, d, t, y: C("ts_add", C("mul$Mat$Vec", d[0], a[1]), C("mul$Mat$Vec", a[0], d[1])),
+          rev=lambda a, r, t, y: (outer_like(t[0], r, a[1]), C("matvec_T", a[0], r)))
