@@ -131,6 +131,12 @@ def test_build_from_sparse_outside_the_shape_is_a_positioned_error(tmp_path):
         m.scatter([(4, 1.0)])
 
 
+def test_build_from_sparse_with_a_row_of_the_wrong_length_is_an_error():
+    m = load(SPARSE)
+    with pytest.raises(LabrysError, match="a value of shape 2 at index 0, where the result's shape has 1"):
+        m.ragged([(1, [1.0, 2.0]), (0, [5.0, 1.0])])
+
+
 def test_build_from_sparse_has_no_derivative_yet_and_says_where(tmp_path):
     m = load(SPARSE + "(def total Float (p : Vec (Tuple Integer Float))  (sum (scatter p)))\n", tmp_path=tmp_path)
     with pytest.raises(LabrysError, match=r"prog.ks:3:3: error: .*buildFromSparse"):

@@ -110,7 +110,19 @@ class _Scatter:
         if len(key) != self.out.ndim or not all(0 <= k < n for k, n in zip(key, self.out.shape)):
             raise PrimError(f"buildFromSparse: index {idx} outside the result's shape "
                             f"{'x'.join(map(str, self.out.shape))}")
-        self.out[key] = self.add(self.out[key], value) if not self.scalar else self.out[key] + value
+        if self.scalar:
+            self.out[key] += value
+            return
+        old = self.out[key]
+        if getattr(dense(old), "shape", None) != getattr(dense(value), "shape", None):
+            raise PrimError(f"buildFromSparse: a value of shape {_shape_of(value)} at index {idx}, "
+                            f"where the result's shape has {_shape_of(old)}")
+        self.out[key] = self.add(old, value)
+
+
+def _shape_of(v: Any) -> str:
+    shape = getattr(dense(v), "shape", None)
+    return "()" if not shape else "x".join(map(str, shape))
 
 
 def _sparse_impl(t: Type) -> Callable:
