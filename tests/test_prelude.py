@@ -366,10 +366,13 @@ def test_deltavec_operations():
     np.testing.assert_array_equal(f([0.0]), [0.0, 8.0, 0.0])
 
 
-def test_deltavec_out_of_range_is_an_error():
+def test_deltavec_out_of_range_is_zero_as_in_knossos():
     f = fn("(Vec Float)", "((n : Integer) (i : Integer) (x : Float))", "(deltaVec n i x)")
-    with pytest.raises(LabrysError):
-        f(3, 3, 1.0)
+    np.testing.assert_array_equal(f(3, 3, 1.0), [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(f(3, -1, 1.0), [0.0, 0.0, 0.0])
+    g = fn("Float", "((v : Vec Float) (i : Integer))", "(index i v)")
+    with pytest.raises(LabrysError):   # index outside a tensor stays an error
+        g([1.0, 2.0], 2)
 
 
 def test_ts_add_neg_scale_dot():

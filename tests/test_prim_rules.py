@@ -240,6 +240,8 @@ case("setAt", [II, M2, F], lambda rng: ((int(rng.integers(0, 2)), int(rng.intege
 case("dot", [VF, VF], lambda rng: (small(rng, 4), small(rng, 4)))
 case("dot", [M2, M2], lambda rng: (small(rng, (2, 3)), small(rng, (2, 3))))
 case("matvec_T", [M2, VF], lambda rng: (small(rng, (2, 3)), small(rng, 2)))
+case("dotv", [VF, VF], lambda rng: (small(rng, 4), small(rng, 4)))
+case("mul$Mat$Vec", [VVF, VF], lambda rng: (rows(rng, 2, 3), small(rng, 3)))
 case("matvec_T", [VVF, VF], lambda rng: (rows(rng, 2, 3), small(rng, 2)))
 case("outer", [VF, VF], lambda rng: (small(rng, 2), small(rng, 3)))
 
@@ -426,8 +428,8 @@ def test_nondiff_primitives(name):
 
 # --- 5. completeness ----------------------------------------------------------------
 
-STRUCTURAL = {"build", "sumbuild", "fold", "map", "ifold", "ts_sumbuild", "nTimes", "ccl"}
-NO_DERIVATIVE = {"digamma", "rfold",
+STRUCTURAL = {"build", "sumbuild", "fold", "map", "map2", "ifold", "ts_sumbuild", "nTimes", "ccl"}
+NO_DERIVATIVE = {"digamma", "rfold", "buildFromSparse", "buildFromSparseTupled",
                  # Krawiec et al.'s run-time helpers, never differentiated (ad/deltas.py, ad/dual_io.py)
                  "zeroS", "oplus", "otimes", "deltaInputs", "delta2Inputs", "delta1Inputs",
                  "deltaGradient", "delta2Gradient", "delta1Gradient", "dualZip"}

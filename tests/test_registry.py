@@ -205,6 +205,9 @@ def test_a_registered_primitive_works_everywhere(cube):
 NO_DERIVATIVE = {  # primitives no derivation differentiates, and why
     "digamma": "its derivative, trigamma, is not in the prelude",
     "rfold": "the reverse sweep of fold in [rev f]; second derivatives of folds go [rev [fwd f]]",
+    **{name: "Knossos's sparse builders: the values come out of a function argument, which rules over atoms "
+             "cannot differentiate (Note [Derivatives of buildFromSparse])"
+       for name in ("buildFromSparse", "buildFromSparseTupled")},
     **{name: "run-time support of Krawiec et al.'s algorithms, called by generated code only"
        for name in ("zeroS", "oplus", "otimes", "deltaInputs", "delta2Inputs", "delta1Inputs", "deltaGradient",
                     "delta2Gradient", "delta1Gradient", "dualZip")},
@@ -216,7 +219,8 @@ NOT_COMPILED = {  # what still runs on the python backend (docs/backends.md), to
     "lmAdd", "lmApply", "lmApplyR", "lmBuild", "lmBuildT", "lmCompose", "lmFold", "lmHCat", "lmHCatV", "lmMake",
     "lmOne", "lmScale", "lmSumBuild", "lmTranspose", "lmVCat", "lmVCatV", "lmZero", "matvec_T", "nTimes", "oplus",
     "otimes",
-    "outer", "pr", "print", "rfold", "setAt", "shape", "unzip", "zeroS"}
+    "outer", "pr", "print", "rfold", "setAt", "shape", "unzip", "zeroS", "buildFromSparse", "buildFromSparseTupled",
+    "dotv", "mul$Mat$Vec"}
 
 
 def test_every_primitive_is_classified_for_every_algorithm():

@@ -73,6 +73,11 @@ def _zeros(shape: tuple[int, ...], elem: Type, like: Any, template: Any) -> np.n
     return make_vec(elem, [zero_like(template)] * int(np.prod(shape)), shape)
 
 
+def zeros_shaped(shape: tuple[int, ...], elem: Type, template: Any) -> np.ndarray:
+    """A tensor of the given shape whose every element is the zero of ``template`` (of type elem)."""
+    return _zeros(shape, elem, None, template)
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class DeltaVec(Sparse):
     """A tensor of size ``n`` that is ``value`` at ``index`` and zero elsewhere

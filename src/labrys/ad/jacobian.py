@@ -19,11 +19,11 @@ from ..ir import nodes as ir
 from ..ir.build import C, V, get, lam, let
 from ..ir.names import DerivedName, Name, erase_types
 from ..ir.traverse import FreshNames
-from ..ir.types import INTEGER, TLM, Type
+from ..ir.types import TLM, Type
 from ..types.primitives import lookup
 from ..types.tangent import is_constant_tangent, tangent_type
 
-LOOPS = {"build", "sumbuild", "fold", "map", "ifold"}  # Knossos's own rules for loops: :meth:`Nabla.loop`
+LOOPS = {"build", "sumbuild", "fold", "map", "map2", "ifold"}  # Knossos's own rules for loops: :meth:`Nabla.loop`
 
 
 def unsupported(what: str, e: ir.Expr, algorithm: str = "Knossos AD") -> LabrysError:
@@ -134,12 +134,13 @@ class Nabla:
         if name not in ("build", "sumbuild"):
             raise unsupported(f"'{name}' (rewrite it with build or fold)", e)
         n, f = arg.elems
-        if not isinstance(f, ir.Lam) or n.type != INTEGER:
-            raise unsupported(f"'{name}' over a tensor of rank > 1, or without a literal lambda", e)
+        if not isinstance(f, ir.Lam):
+            raise unsupported(f"'{name}' without a literal lambda", e)
+        index = n.type   # Integer, or an N-tuple for a Tensor N (Note [Loop linear maps over tensors])
         inner = dict(env)
-        di = self.bind(f.var, inner, INTEGER)
-        body = let(di, self.zero(V(f.var)), self.expr(f.body, inner))
-        return C("lmBuild" if name == "build" else "lmSumBuild", n, lam(f.var, INTEGER, body), self.witness)
+        di = self.bind(f.var, inner, index)
+        body = let(di, self.zero(V(f.var, index)), self.expr(f.body, inner))
+        return C("lmBuild" if name == "build" else "lmSumBuild", n, lam(f.var, index, body), self.witness)
 
 
     def fold(self, e: ir.Call, arg: ir.Tuple, env: dict[str, str]) -> ir.Expr:

@@ -201,7 +201,7 @@ class Transposer:
             i = body.var
             v_i = v if f != "lmBuildT" else C("index", V(i), self.input(v))
             loop_body = self.scoped(lambda o: self.apply(body.body, v_i, env, o))
-            return C("build" if f == "lmBuild" else "sumbuild", n, lam(i, INTEGER, loop_body))
+            return C("build" if f == "lmBuild" else "sumbuild", n, lam(i, body.var_type, loop_body))
         if f == "lmTranspose":
             return self.reverse_closed(args[0], self.bind(self.input(v), out), out)
         if f == "lmFold" and v is None:
@@ -270,7 +270,7 @@ class Transposer:
             i = body.var
             r_i = C("index", V(i), r) if f == "lmBuild" else r
             loop_body = self.scoped(lambda o: self.reverse_closed(body.body, r_i, o))
-            return C("build" if f == "lmBuildT" else "sumbuild", n, lam(i, INTEGER, loop_body))
+            return C("build" if f == "lmBuildT" else "sumbuild", n, lam(i, body.var_type, loop_body))
         if f == "lmTranspose":
             return self.apply(args[0], r, {}, out)
         return C("lmApplyR", r, m)
@@ -314,7 +314,7 @@ class Transposer:
             case ir.Call("lmBuild" | "lmSumBuild" as f, ir.Tuple((n, body, *_))):
                 r_i = C("index", V(body.var), r) if f == "lmBuild" else r
                 scope = self.reverse_scope(body.body, r_i, witness, bound=body.var)
-                self.join(lambda bodies, like: C("ts_sumbuild", n, lam(body.var, INTEGER, bodies[0]), like),
+                self.join(lambda bodies, like: C("ts_sumbuild", n, lam(body.var, body.var_type, bodies[0]), like),
                           [scope], acc, witness, out)
             case _:
                 raise LabrysError("internal: cannot transpose this linear map", m.span)

@@ -101,7 +101,7 @@ class NumbaModuleSource(PyModuleSource):
 
     def without_map(self, d: ir.Def) -> ir.Def:
         """(map f v) over a vector as the build it is, so its lambda becomes a loop body."""
-        if not any(isinstance(x, ir.Call) and x.func == "map" for x in nodes(d.body)):
+        if not any(isinstance(x, ir.Call) and x.func in ("map", "map2") for x in nodes(d.body)):
             return d
         fresh = FreshNames(all_names(d.body) | {p.name for p in d.params})
         return check_def(ir.Def(d.name, d.ret, d.params, desugar_map(d.body, fresh), span=d.span),
@@ -301,7 +301,7 @@ _WHAT = {ir.Lam: "lambda", ir.App: "call of a function value", ir.Inj: "sum-type
 # tangent operations are this generator's own rules (:meth:`LoopEmitter.call`,
 # :mod:`.numba_tangents`) because they emit statements, not an expression.
 
-LOOPS = {"build", "sumbuild", "fold", "ts_sumbuild", "sum", "map"}  # LoopEmitter.call's own rules
+LOOPS = {"build", "sumbuild", "fold", "ts_sumbuild", "sum", "map", "map2"}  # LoopEmitter.call's own rules
 TANGENT_OPERATIONS = {"ts_add", "ts_scale", "ts_neg", "ts_zero", "ts_dot", "dot", "ts_delta", "deltaVec"}
 
 

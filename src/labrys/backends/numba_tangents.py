@@ -30,7 +30,7 @@ class SparseSum:
     """``base + Σ onehot(shape, index, value)`` (Note [Sparse cotangents, compiled])."""
 
     shape: str
-    terms: list[tuple[str, str]] = field(default_factory=list)
+    terms: list[tuple[str, str, bool]] = field(default_factory=list)   # (index, value, may be out of range)
     base: str | None = None
 
 
@@ -149,10 +149,10 @@ class TangentMixin:
                 return [self.sparse_atom(x) for x in elems]
             case ir.Call("ts_delta", ir.Tuple((v, i, x))) if v.type.rank == 1:
                 like = self.atom(v)
-                return SparseSum(f"{like}.shape", [(self.atom(i), self.atom(x))])
+                return SparseSum(f"{like}.shape", [(self.atom(i), self.atom(x), False)])
             case ir.Call("deltaVec", ir.Tuple((n, i, x))) if n.type == INTEGER:
                 size = self.atom(n)
-                return SparseSum(f"({size},)", [(self.atom(i), self.atom(x))])
+                return SparseSum(f"({size},)", [(self.atom(i), self.atom(x), True)])
             case ir.Call("ts_add", ir.Tuple((a, b))) if _is_array(e.type) and a.type == b.type:
                 left, right = self.sparse_atom(a), self.sparse_atom(b)
                 if not isinstance(left, SparseSum) and not isinstance(right, SparseSum):
@@ -178,8 +178,12 @@ class TangentMixin:
         return t
 
     def add_terms(self, acc: str, value: SparseSum) -> None:
-        for i, x in value.terms:
-            self.emit(f"{acc}[_checkindex({i}, {acc}.shape[0])] += {x}")
+        for i, x, may_be_outside in value.terms:
+            if may_be_outside:   # Note [deltaVec outside its size]
+                self.emit(f"if 0 <= {i} < {acc}.shape[0]:")
+                self.emit(f"    {acc}[{i}] += {x}")
+            else:
+                self.emit(f"{acc}[_checkindex({i}, {acc}.shape[0])] += {x}")
 
     # --- accumulation -------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ SECTIONS = (  # the prelude module (or algorithm run time) that registers a prim
     ("labrys.prelude.loops", "Loops: build, sumbuild, sum, fold, map"),
     ("labrys.prelude.tangents", "Tangent-space operations (used by derivative code)"),
     ("labrys.prelude.knossos", "Knossos compatibility"),
+    ("labrys.prelude.sparse_build", "Knossos compatibility"),
     ("labrys.prelude.misc", "Printing, hints and test data"),
     ("labrys.prelude.linear_maps", "Linear maps (the Jacobians of Ellis et al.'s Fig. 2)"),
     ("labrys.ad.deltas", "Run time of Krawiec et al.'s algorithms: Delta values and the tape"),
@@ -45,7 +46,7 @@ def reference(markdown: bool = False) -> str:
     by_section: dict[str, list[Primitive]] = {}
     for p in PRIMITIVES.values():
         by_section.setdefault(_section(p), []).append(p)
-    order = [title for _, title in SECTIONS] + ["Other primitives"]
+    order = list(dict.fromkeys([title for _, title in SECTIONS] + ["Other primitives"]))
     lines = []
     if markdown:
         lines += ["# Primitives", "",

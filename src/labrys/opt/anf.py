@@ -113,7 +113,7 @@ def rename_apart(e: ir.Expr, fresh: FreshNames, log: dict[str, str] | None = Non
 # after it move in front of the loop.  (A hoisted computation runs even when
 # the loop runs zero times; in A-normal form these are cheap lookups.)
 
-LOOPS = ("build", "sumbuild", "fold", "map")
+LOOPS = ("build", "sumbuild", "fold", "map", "map2")
 
 
 def _invariant_prefix(lam: ir.Lam) -> tuple[list, ir.Lam]:
@@ -174,14 +174,28 @@ def _desugar(e: ir.Expr, fresh: FreshNames, ts_sumbuild: bool) -> ir.Expr:
         e = rebuild(e, [_desugar(c, fresh, ts_sumbuild) for c, _ in kids])
     if isinstance(e, ir.Call) and e.func == "map" and isinstance(e.arg, ir.Tuple):
         f, v = e.arg.elems
-        if isinstance(f, ir.Lam) and getattr(v.type, "rank", None) == 1:
+        rank = getattr(v.type, "rank", None)
+        # for AD, a map over a Tensor N too (Note [Loop linear maps over tensors]); compiled code keeps rank 1
+        if isinstance(f, ir.Lam) and (rank == 1 or rank and ts_sumbuild):
             i, vs = fresh("i"), fresh("v")
             body = ir.Let(f.var, ir.Call("index", ir.Tuple((ir.Var(i), ir.Var(vs)))), f.body)
             size = ir.Call("size", ir.Var(vs))
-            return ir.Let(vs, v, ir.Call("build", ir.Tuple((size, ir.Lam(i, INTEGER, body)))))
+            index = INTEGER if rank == 1 else TTuple((INTEGER,) * rank)
+            return ir.Let(vs, v, ir.Call("build", ir.Tuple((size, ir.Lam(i, index, body)))))
     if ts_sumbuild and isinstance(e, ir.Call) and e.func in ("nTimes", "ccl") and isinstance(e.arg, ir.Tuple) \
             and isinstance(e.arg.elems[2], ir.Lam):
         return _iterate_as_fold(e.func, *e.arg.elems, fresh)
+    if isinstance(e, ir.Call) and e.func == "map2" and isinstance(e.arg, ir.Tuple):
+        f, u, v = e.arg.elems
+        rank = getattr(u.type, "rank", None)
+        if isinstance(f, ir.Lam) and (rank == 1 or rank and ts_sumbuild):
+            i, us, vs = fresh("i"), fresh("u"), fresh("v")
+            pair = ir.Tuple(tuple(ir.Call("index", ir.Tuple((ir.Var(i), ir.Var(w)))) for w in (us, vs)))
+            size = ir.Call("size", ir.Var(us))
+            index = INTEGER if rank == 1 else TTuple((INTEGER,) * rank)
+            same = ir.Call("eq", ir.Tuple((size, ir.Call("size", ir.Var(vs)))))
+            body = ir.Call("build", ir.Tuple((size, ir.Lam(i, index, ir.Let(f.var, pair, f.body)))))
+            return ir.Let(us, u, ir.Let(vs, v, ir.Assert(same, body)))
     if ts_sumbuild and isinstance(e, ir.Call) and e.func == "ts_sumbuild" and isinstance(e.arg, ir.Tuple) \
             and e.arg.elems[0].type == INTEGER:
         n, f, like = e.arg.elems
@@ -213,7 +227,8 @@ def _iterate_as_fold(kind: str, n: ir.Expr, s0: ir.Expr, f: ir.Lam, fresh: Fresh
 @deep
 def desugar_map(e: ir.Expr, fresh: FreshNames) -> ir.Expr:
     """(map (lam (x : A) e) v)  ↦  (let (vs v) (build (size vs) (lam (i : Integer) (let (x (index i vs)) e))))
-    for a vector v; the result is untyped where rewritten (re-check it)."""
+    for a vector v, and map2 alike (its lambda's argument is the pair of elements);
+    the result is untyped where rewritten (re-check it)."""
     return _desugar(e, fresh, False)
 
 

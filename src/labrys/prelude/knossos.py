@@ -15,8 +15,9 @@ from ..ir.types import FLOAT, INTEGER, UNIT, TBase, TLam, TTensor, TTuple, Type
 from ..types.primitives import args_of, primitive, spread
 from ..types.tangent import shape_type, tangent_type, zero_tangent
 from ..values import dense, format_value, make_vec
-from .arith import is_data
+from .arith import _matvec, is_data
 from .tangents import _dot, ts_add_fn
+from .vectors import outer_like
 
 
 def _pr_impl(t: Type):
@@ -95,9 +96,24 @@ def _check_types(t: Type) -> tuple[Type, Type] | None:
     s, r = f.arg, f.res
     ds, dr = tangent_type(s), tangent_type(r)
     want = [s] * (len(rest) - 2) + [ds, dr]
-    if rev_f != TLam(TTuple((s, dr)), ds) or x != s or list(rest) != want:
+    points = [x, *rest[:-1]]
+    # Note [One-tuples in $check]: (tuple 1.1) stands for 1.1 where f takes a Float
+    points = [p.elems[0] if _one_tuple_of(p, w) else p for p, w in zip(points, [s, *want[:-1]])]
+    if rev_f != TLam(TTuple((s, dr)), ds) or [*points, rest[-1]] != [s, *want]:
         return None
     return s, r
+
+
+def _one_tuple_of(t: Type, want: Type) -> bool:
+    return isinstance(t, TTuple) and len(t.elems) == 1 and t.elems[0] == want and t != want
+
+
+# Note [One-tuples in $check]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Older Knossos programs check a one-argument function with the point and
+# the step written as one-tuples, ($check f rev$f (tuple 1.1) (tuple 1e-5) 0.3):
+# the Knossos compiler makes a one-element tuple its element.  $check accepts
+# a one-tuple wherever f's argument (or its tangent) is expected and unwraps it.
 
 
 def _tangent_sub(t: Type) -> Callable[[Any, Any], Any]:
@@ -120,8 +136,12 @@ def _check_impl(t: Type):
     plus, minus = ts_add_fn(s), _tangent_sub(r)
     dot_s, dot_r = _dot(tangent_type(s)), _dot(tangent_type(r))
 
+    wrapped = [_one_tuple_of(p, w) for p, w in zip(t.elems[2:-1], [s] * (len(t.elems) - 4) + [tangent_type(s)])]
+
     def check(args):
-        f, rev_f, x, *rest = args
+        f, rev_f, *points, df = args
+        x, *rest = [p[0] if w else p for p, w in zip(points, wrapped)]
+        rest.append(df)
         x2, dx, df = (x, *rest) if len(rest) == 2 else rest
         d1 = dot_r(minus(f(plus(x, dx)), f(x)), df)
         d2 = dot_s(rev_f((x2, df)), dx)
@@ -186,3 +206,34 @@ primitive("setAt", _set_at_type, lambda t: spread(_set_at),
           fwd=lambda a, d, t, y: C("setAt", a[0], d[1], d[2]),
           rev=lambda a, r, t, y: (zero_tangent(a[0], t[0]), C("setAt", a[0], r, zero_tangent(a[2], t[2])),
                                C("index", a[0], r)))
+
+
+# Note [The Knossos runtime's own functions]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Knossos programs declare functions of the Knossos C++ runtime with an edef
+# and call them: (edef dotv Float ((Vec Float) (Vec Float))),
+# (edef mul$Mat$Vec (Vec Float) ((Vec (Vec Float)) (Vec Float))).  They are
+# the prelude's dot and matrix-vector mul under older names; as primitives of
+# those types, the programs' edefs re-declare them (collect_functions) and the
+# calls run, with the derivative rules of dot and mul.
+
+def _dotv_type(t: Type) -> Type | None:
+    return FLOAT if args_of(t, 2) == (TTensor(1, FLOAT), TTensor(1, FLOAT)) else None
+
+
+primitive("dotv", _dotv_type, lambda t: spread(lambda u, v: float(np.dot(dense(u), dense(v)))),
+          "(dotv u v): inner product of two vectors (the Knossos runtime's dotv, the prelude's dot).",
+          fwd=lambda a, d, t, y: C("add", C("dotv", d[0], a[1]), C("dotv", a[0], d[1])),
+          rev=lambda a, r, t, y: (C("ts_scale", r, a[1]), C("ts_scale", r, a[0])))
+
+_MAT_VEC = (TTensor(1, TTensor(1, FLOAT)), TTensor(1, FLOAT))
+
+
+def _mat_vec_impl(t: Type):
+    return spread(lambda m, v: _matvec(m, dense(v)))
+
+
+primitive("mul$Mat$Vec", lambda t: TTensor(1, FLOAT) if args_of(t, 2) == _MAT_VEC else None, _mat_vec_impl,
+          "(mul$Mat$Vec M v): matrix (a vector of rows) times vector (the Knossos runtime's name for mul).",
+          fwd=lambda a, d, t, y: C("ts_add", C("mul$Mat$Vec", d[0], a[1]), C("mul$Mat$Vec", a[0], d[1])),
+          rev=lambda a, r, t, y: (outer_like(t[0], r, a[1]), C("matvec_T", a[0], r)))

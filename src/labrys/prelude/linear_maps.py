@@ -7,6 +7,7 @@ primal types, as ksc does: ``(lmZero s t) : LM dT(s) dT(t)``.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -161,9 +162,19 @@ _lm_prim("lmHCat", _hcat_type, _hcat_impl, "(lmHCat m1 ... mn): m1 ⋈ ... ⋈ m
 
 # Loops over i: B (build), B' (its transpose) and Σ (sum), each of (n, lam i m),
 # with an optional witness s of the source space (its zero, when n is 0).
+def _loop_rank(t: Type) -> int:
+    """The rank of the tensor a loop linear map ranges over (its size is t.elems[0])."""
+    n = (args_of(t, 3) or args_of(t, 2))[0]
+    return 1 if n == INTEGER else len(n.elems)
+
+
 def _loop_lm(t: Type) -> TLM | None:
+    """The element map's type of (lmBuild n (lam i m) [witness]); n an Integer or an
+    N-tuple of Integers, as for build (Note [Loop linear maps over tensors])."""
     ab = args_of(t, 3) or args_of(t, 2)
-    if ab and ab[0] == INTEGER and isinstance(ab[1], TLam) and ab[1].arg == INTEGER:
+    ok_size = ab and (ab[0] == INTEGER or isinstance(ab[0], TTuple) and ab[0].elems
+                      and all(e == INTEGER for e in ab[0].elems))
+    if ok_size and isinstance(ab[1], TLam) and ab[1].arg == ab[0]:
         m = _lm(ab[1].res)
         return m if m and (len(ab) == 2 or tangent_type(ab[2]) == m.src) else None
     return None
@@ -186,10 +197,24 @@ def _or_zero(total: Callable, zero: Any) -> Callable:
     return run
 
 
-def _indices(n: int):
-    if n < 0:
+def _indices(n):
+    shape = (n,) if isinstance(n, int) else tuple(n)
+    if any(k < 0 for k in shape):
         raise PrimError(f"negative size {n}")
-    return range(n)
+    return range(shape[0]) if isinstance(n, int) else itertools.product(*(range(k) for k in shape))
+
+
+def _shape(n) -> tuple[int, ...]:
+    return (n,) if isinstance(n, int) else tuple(n)
+
+
+# Note [Loop linear maps over tensors]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# build over a Tensor N (n an N-tuple, i an N-tuple index) has the Jacobian
+# B(n, i.m) with the same n and i: its forward application builds a Tensor N
+# of the element maps' results and its transpose sums m_iᵀ(dr[i]) over every
+# index.  Knossos AD gives every loop map the size and index of its loop, so
+# Knossos's Tensor programs differentiate like their vector-of-vector forms.
 
 
 def _build_impl(t: Type):
@@ -198,8 +223,8 @@ def _build_impl(t: Type):
 
     def lm_build(args):
         n, f, zero = _loop_args(args)
-        return LinearMap(lambda dx: make_vec(m_t.dst, [f(i).apply(dx) for i in _indices(n)]),
-                         _or_zero(lambda dr: _total(add, (f(i).apply_r(dense(dr)[i]) for i in _indices(n)),
+        return LinearMap(lambda dx: make_vec(m_t.dst, [f(i).apply(dx) for i in _indices(n)], _shape(n)),
+                         _or_zero(lambda dr: _total(add, (f(i).apply_r(_at(dense(dr), i)) for i in _indices(n)),
                                                     "lmBuild", m_t.src), zero))
     return lm_build
 
@@ -208,8 +233,13 @@ def _build_t_impl(t: Type):
     m_t = _lm(t.elems[1].res)
     add = add_fn(m_t.dst)
     return spread(lambda n, f: LinearMap(
-        lambda dx: _total(add, (f(i).apply(dense(dx)[i]) for i in _indices(n)), "lmBuildT", m_t.dst),
-        lambda dr: make_vec(m_t.src, [f(i).apply_r(dr) for i in _indices(n)])))
+        lambda dx: _total(add, (f(i).apply(_at(dense(dx), i)) for i in _indices(n)), "lmBuildT", m_t.dst),
+        lambda dr: make_vec(m_t.src, [f(i).apply_r(dr) for i in _indices(n)], _shape(n))))
+
+
+def _at(v, i):
+    x = v[i if isinstance(i, int) else tuple(i)]
+    return float(x) if v.dtype != object else x
 
 
 def _sumbuild_impl(t: Type):
@@ -225,9 +255,10 @@ def _sumbuild_impl(t: Type):
     return lm_sumbuild
 
 
-_lm_prim("lmBuild", lambda t: TLM(m.src, TTensor(1, m.dst)) if (m := _loop_lm(t)) else None, _build_impl,
+_lm_prim("lmBuild", lambda t: TLM(m.src, TTensor(_loop_rank(t), m.dst)) if (m := _loop_lm(t)) else None, _build_impl,
          "(lmBuild n (lam i m)): B(n, i.m) = V(build n (lam i m)): s ⊸ Vec t.")
-_lm_prim("lmBuildT", lambda t: TLM(TTensor(1, m.src), m.dst) if (m := _loop_lm(t)) else None, _build_t_impl,
+_lm_prim("lmBuildT", lambda t: TLM(TTensor(_loop_rank(t), m.src), m.dst) if (m := _loop_lm(t)) else None,
+         _build_t_impl,
          "(lmBuildT n (lam i m)): B′(n, i.m) = H(build n (lam i m)): Vec s ⊸ t.")
 _lm_prim("lmSumBuild", lambda t: _loop_lm(t), _sumbuild_impl,
          "(lmSumBuild n (lam i m)): Σ(n, i.m), the sum of linear maps.")

@@ -287,6 +287,35 @@ primitive("map", _map_type, _map_impl, "(map (lam (x : A) e) v): e applied to ev
           structural=True)
 
 
+def _map2_type(t: Type) -> Type | None:
+    abc = args_of(t, 3)
+    if not abc:
+        return None
+    f, u, v = abc
+    ok = isinstance(f, TLam) and isinstance(u, TTensor) and isinstance(v, TTensor) and u.rank == v.rank \
+        and f.arg == TTuple((u.elem, v.elem))
+    return TTensor(u.rank, f.res) if ok else None
+
+
+def _map2_impl(t: Type) -> Callable:
+    res = t.elems[0].res
+
+    def map2(f, u, v):
+        u, v = dense(u), dense(v)
+        if u.shape != v.shape:
+            raise PrimError(f"map2: the tensors have different sizes {u.shape} and {v.shape}")
+        def item(a, x):
+            return float(x) if a.dtype != object else x
+        items = [f((item(u, x), item(v, y))) for x, y in zip(u.flat, v.flat)]
+        return make_vec(res, items, u.shape)
+    return spread(map2)
+
+
+primitive("map2", _map2_type, _map2_impl,
+          "(map2 (lam (xy : Tuple A B) e) u v): e applied to each pair of elements of u and v (same size), any rank.",
+          structural=True)
+
+
 # --- RFold (Ellis et al. Fig. 15): the reverse sweep of fold, as one loop ----------
 
 def _rfold_type(t: Type) -> Type | None:

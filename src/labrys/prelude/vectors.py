@@ -8,12 +8,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir.build import C, V, get, lam, tup
-from ..ir.nodes import Expr
+from ..ir.build import C, V, get, if_, lam, tup
+from ..ir.nodes import Expr, const
 from ..ir.types import FLOAT, INTEGER, TTensor, TTuple, Type
 from ..types.primitives import args_of, primitive, spread
 from ..types.tangent import tangent_type, zero_tangent
-from ..values import DeltaVec, PrimError, dense, make_vec, numel, zero_like
+from ..values import DeltaVec, PrimError, dense, make_vec, numel, zero_like, zeros_shaped
 
 
 def _rank_of_size(t: Type) -> int | None:
@@ -159,15 +159,40 @@ def _delta_vec_impl(t: Type) -> Callable:
 
     def delta_vec(n, i, x):
         shape = _shape(n, "deltaVec")
-        _check_bounds((i,) if isinstance(i, int) else tuple(i), shape)
+        idx = (i,) if isinstance(i, int) else tuple(i)
+        if not all(0 <= k < m for k, m in zip(idx, shape)):   # Note [deltaVec outside its size]
+            return zeros_shaped(shape, elem, x)
         return DeltaVec(n, i, x, elem)
     return spread(delta_vec)
 
 
+# Note [deltaVec outside its size]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The Knossos runtime's deltaVec n i x is the tensor whose element j is
+# (if (eq i j) x 0): an index outside 0..n-1 (or outside the shape, for a
+# Tensor N) equals no position, so the result is all zeros.  Knossos
+# programs test exactly that, so labrys follows it on every backend, where
+# index on the same tensor is an error.  ts_delta, which only AD generates
+# from an index that has just been checked, keeps its bounds check.
+
+
+def _inside(n: Expr, i: Expr, size_type: Type) -> Expr:
+    """IR for 'index i is inside size n' (n and i Integers or N-tuples)."""
+    if size_type == INTEGER:
+        return C("and", C("gte", i, const(0)), C("lt", i, n))
+    k = len(size_type.elems)
+    test = _inside(get(k, k, n), get(k, k, i), INTEGER)
+    for j in range(k - 1, 0, -1):
+        test = C("and", _inside(get(j, k, n), get(j, k, i), INTEGER), test)
+    return test
+
+
 primitive("deltaVec", _delta_vec_type, _delta_vec_impl,
-          "(deltaVec n i x): size-n tensor with x at i and zero elsewhere, stored sparsely.",
+          "(deltaVec n i x): size-n tensor with x at i and zero elsewhere, stored sparsely; "
+          "all zeros when i is outside n (as in Knossos).",
           cost=lambda r, a: numel(r), fwd=lambda a, d, t, y: C("deltaVec", a[0], a[1], d[2]),
-          rev=lambda a, r, t, y: (zero_tangent(a[0], t[0]), zero_tangent(a[1], t[1]), C("index", a[1], r)))
+          rev=lambda a, r, t, y: (zero_tangent(a[0], t[0]), zero_tangent(a[1], t[1]),
+                                  if_(_inside(a[0], a[1], t[0]), C("index", a[1], r), zero_tangent(a[2], t[2]))))
 
 
 def _unzip_type(t: Type) -> Type | None:

@@ -15,6 +15,7 @@ from ..ir import nodes as ir
 from ..ir.names import DerivedName, Name, TypedName
 from ..ir.types import BASE_TYPES, TLM, TLam, TSum, TTensor, TTuple, Type
 from ..util.deep import deep
+from .knossos_forms import bind_sizes, dummy_value, operator_name, size_variables, type_applied
 from .sexpr import Atom, SExpr, SList, read
 
 _GET = re.compile(r"get\$([0-9]+)\$([0-9]+)\Z")
@@ -71,6 +72,8 @@ def _type_from_items(items: tuple[SExpr, ...], where: SExpr | Span) -> Type:
     if name == "Tuple":
         return TTuple(tuple(parse_type(a) for a in args))
     if name == "Vec":
+        if len(args) == 2:   # Note [Sized vectors]: (Vec n T) of the oldest Knossos programs
+            return TTensor(1, parse_type(args[1]))
         arity(1)
         return TTensor(1, parse_type(args[0]))
     if name == "Tensor":
@@ -196,6 +199,10 @@ class _ExprParser:
             raise _err("only a named function can be called; bind the function to a variable first", head)
         # a local's name is never an old-style derived name like D$f
         name = head.value if _is_sym(head) and self.scope.get(head.value) else parse_name(head)
+        if isinstance(name, str) and not self.scope.get(name):
+            name = operator_name(name, len(args)) or name   # Note [Symbolic operators]
+        if len(args) >= 2 and _is_sym(args[0], "@") and not self.scope.get("@"):
+            name, args = type_applied(name, parse_type(args[1])), args[2:]   # Note [Type applications]
         if name in _OLD_FUNCTION_ARGS:
             return self.old_function_args(x, name, args)
         return ir.Call(name, self.arg(x, args), span=x.span)
@@ -299,6 +306,12 @@ class _ExprParser:
         (lv, lb), (rv, rb) = alts
         return ir.Case(scrut, lv, lb, rv, rb, span=x.span)
 
+    def form_dummy(self, x: SList, args: tuple[SExpr, ...]) -> ir.Expr:
+        """``($dummy T)``: Note [$dummy] in knossos_forms.py."""
+        if not args:
+            raise _err("malformed '$dummy': expected ($dummy TYPE)", x)
+        return dummy_value(_type_from_items(args, x), x.span)
+
     def form_fn(self, x: SList, args: tuple[SExpr, ...]) -> ir.Expr:
         self.arity(x, args, 1, "(fn NAME) or (fn [NAME T])")
         return ir.FnRef(parse_name(args[0]), span=x.span)
@@ -315,6 +328,7 @@ _OLD_FUNCTION_ARGS = ("$trace", "$check")
 
 _FORMS = {name: getattr(_ExprParser, "form_" + name)
           for name in ("let", "if", "tuple", "lam", "assert", "inl", "inr", "case", "fn")}
+_FORMS["$dummy"] = _ExprParser.form_dummy
 
 
 def _binding_pattern(b: SExpr) -> str | tuple[str, ...] | None:
@@ -343,8 +357,9 @@ def _decl(x: SExpr) -> ir.Decl:
         if len(args) != 4:
             raise _err("malformed def: expected (def NAME RETTYPE PARAMS BODY)", x)
         name, params = parse_name(args[0]), parse_params(args[2])
-        body = _ExprParser().under(tuple(p.name for p in params), args[3])
-        return ir.Def(name, parse_type(args[1]), params, body, span=x.span)
+        sizes = size_variables(args[2], tuple(p.name for p in params))   # Note [Sized vectors]
+        body = _ExprParser().under(tuple(p.name for p in params) + tuple(n for n, _ in sizes), args[3])
+        return ir.Def(name, parse_type(args[1]), params, bind_sizes(sizes, body), span=x.span)
     if kind == "edef":
         if len(args) != 3:
             raise _err("malformed edef: expected (edef NAME RETTYPE ARGTYPE)", x)

@@ -20,6 +20,7 @@ from ..ir import nodes as ir
 from ..ir.names import DerivedName, Name, TypedName, base_name, erase_types, selected_type, show_name
 from ..ir.types import BOOL, TLam, TSum, TTuple, Type
 from ..util.deep import deep
+from .compat import shape_as_size
 from .primitives import Primitive, lookup
 
 
@@ -382,7 +383,11 @@ def check_def(d: ir.Def, functions: Functions) -> ir.Def:
 def _check_decl(c: _Checker, d: ir.Decl) -> ir.Decl:
     match d:
         case ir.Def(name, ret, params, body):
-            b = c.under(tuple(p.name for p in params), tuple(p.type for p in params), body, d.span)
+            names, types = tuple(p.name for p in params), tuple(p.type for p in params)
+            b = c.under(names, types, body, d.span)
+            as_size = shape_as_size(name, ret, b.type, body) if b.type != ret else None
+            if as_size is not None:   # Note [A shape declared as a size] in types/compat.py
+                b = c.under(names, types, as_size, d.span)
             if b.type != ret:
                 raise _err(f"{show_name(name)} is declared to return {ret}, but its body has type {b.type}",
                            body.span or d.span)

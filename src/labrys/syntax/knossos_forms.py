@@ -1,0 +1,104 @@
+"""Spellings from programs written for the Knossos compiler that the parser
+reads as labrys forms: ``($dummy T)`` and the symbolic operators of its
+oldest test programs (``+``, ``*``, ``==``, ...)."""
+from __future__ import annotations
+
+from ..errors import LabrysError, Span
+from ..ir import nodes as ir
+from ..ir.names import DerivedName, TypedName
+from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TTensor, TTuple, Type
+from .sexpr import Atom, SExpr, SList
+
+# Note [Symbolic operators]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# The oldest Knossos test programs write (+ x y), (* x y), (== n 1), (< a b).
+# They are the prelude's add, mul, eq, lt, ... with the same overloading;
+# (- x) with one argument is neg.  The parser renames them, so every later
+# stage (and every error message) sees the ordinary names.
+OPERATORS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "==": "eq", "!=": "ne",
+             "<": "lt", ">": "gt", "<=": "lte", ">=": "gte"}
+
+
+def operator_name(symbol: str, nargs: int) -> str | None:
+    """The prelude name a symbolic operator stands for, or None."""
+    if symbol == "-" and nargs == 1:
+        return "neg"
+    return OPERATORS.get(symbol)
+
+
+# Note [$dummy]
+# ~~~~~~~~~~~~~
+# ($dummy T) is a placeholder value of type T that the program never looks
+# at (Knossos generates it where a value is needed only for its type).
+# labrys makes it a concrete value of T — zero, false, "", a tuple of those,
+# an empty tensor — so it evaluates on every backend and has derivative zero.
+def dummy_value(t: Type, span: Span) -> ir.Expr:
+    if t == FLOAT:
+        return ir.const(0.0, span=span)
+    if t == INTEGER:
+        return ir.const(0, span=span)
+    if t == BOOL:
+        return ir.const(False, span=span)
+    if t == STRING:
+        return ir.const("", span=span)
+    if isinstance(t, TTuple):
+        return ir.Tuple(tuple(dummy_value(e, span) for e in t.elems), span=span)
+    if isinstance(t, TTensor):
+        size = ir.const(0, span=span) if t.rank == 1 else \
+            ir.Tuple(tuple(ir.const(0, span=span) for _ in range(t.rank)), span=span)
+        return ir.Call("constVec", ir.Tuple((size, dummy_value(t.elem, span)), span=span), span=span)
+    raise LabrysError(f"($dummy T) needs a data type (numbers, Bool, String, tuples, tensors), not {t}", span)
+
+
+# Note [Type applications]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# (f @ T args) calls the overload of f at argument type T, as [f T] does;
+# (fwd$f @ T args) is [fwd [f T]].
+def type_applied(name, t: Type):
+    if isinstance(name, DerivedName):
+        return DerivedName(name.derivation, type_applied(name.base, t))
+    return TypedName(name, t)
+
+
+# Note [Sized vectors]
+# ~~~~~~~~~~~~~~~~~~~~
+# The oldest Knossos programs write a vector's size in its type: (Vec n Float),
+# (Vec 2 Float), (Vec (mul 2 n) Float).  labrys reads the type as (Vec Float),
+# and a size that is a plain name, in a parameter's type, becomes a variable of
+# the body bound to that parameter's size — (v : Vec n Float) binds n to
+# (size v), an inner (Vec m (Vec p T)) binds p to the size of its first row —
+# unless a parameter has that name already.  Sizes in the result type are not
+# checked.
+def size_variables(params: SExpr, taken: tuple[str, ...]) -> list[tuple[str, ir.Expr]]:
+    """(name, expression) for each size variable the parameters' types introduce."""
+    out: list[tuple[str, ir.Expr]] = []
+    items = params.items if isinstance(params, SList) else ()
+    singles = [params] if len(items) >= 2 and isinstance(items[1], Atom) and items[1].value == ":" else list(items)
+    for p in singles:
+        if not (isinstance(p, SList) and len(p.items) >= 3 and isinstance(p.items[0], Atom)):
+            continue
+        where = ir.Var(p.items[0].value, span=p.span)
+        ty = p.items[2:] if len(p.items) > 3 else (p.items[2].items if isinstance(p.items[2], SList) else ())
+        _sizes_in(ty, where, taken, out, p.span)
+    return out
+
+
+def _sizes_in(items, where: ir.Expr, taken, out, span) -> None:
+    """Walk a written type: ``Vec n T`` at ``where`` binds n to (size where)."""
+    if len(items) == 3 and isinstance(items[0], Atom) and items[0].value == "Vec":
+        n, elem = items[1], items[2]
+        if isinstance(n, Atom) and n.kind == "sym" and n.value not in taken and n.value not in {x for x, _ in out}:
+            out.append((n.value, ir.Call("size", where, span=span)))
+        if isinstance(elem, SList):
+            first = ir.Call("index", ir.Tuple((ir.const(0, span=span), where), span=span), span=span)
+            _sizes_in(elem.items, first, taken, out, span)
+    elif len(items) >= 2 and isinstance(items[0], Atom) and items[0].value == "Tuple":
+        for k, e in enumerate(items[1:]):
+            if isinstance(e, SList):
+                _sizes_in(e.items, ir.Get(k + 1, len(items) - 1, where, span=span), taken, out, span)
+
+
+def bind_sizes(sizes: list[tuple[str, ir.Expr]], body: ir.Expr) -> ir.Expr:
+    for name, e in reversed(sizes):
+        body = ir.Let(name, e, body, span=body.span)
+    return body
