@@ -1,0 +1,138 @@
+"""CHAD — combinatory homomorphic automatic differentiation (Vákár & Smeding, CHAD:
+combinatory homomorphic automatic differentiation, §2, §7, §9, §10): the
+pipelines of ``[chadF f]``/``[chadR f]`` (the translations, one per def, called
+by every caller) and of the user-facing wrappers (guide §7):
+
+    [chadfwd f] (x, dx) = snd ([chadF f] x) • dx         : (S, dS) → dT
+    [chadrev f] (x, dt) = snd ([chadR f] x) • dt         : (S, dT) → dS
+
+for first-order S and T (Thm 8.3; a function-typed parameter or result is a
+positioned error).  Higher-order values, sums and recursion are fine *inside* f.
+The forward translation runs the primal fully before the tangent (§11.1).
+
+Before translating, the def is prepared as the dual-number algorithms prepare
+theirs: a ``map``/``build``/``fold`` whose function is not a literal λ is
+eta-expanded (so its call goes through the application rule and makes a
+copower, as in the paper's Fig. 2), tuple patterns are taken apart, ``map``
+over a vector becomes a ``build`` of ``index`` (the binder rule of §10),
+binders are renamed apart (``idx(x; Γ̄)`` must be unambiguous, pitfall 2) and
+vector arithmetic is reduced to build/index/ifold (:mod:`.scalarise`).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..errors import LabrysError
+from ..ir import nodes as ir
+from ..ir.build import C, V
+from ..ir.names import DerivedName, erase_types
+from ..ir.traverse import map_bottom_up
+from ..ir.types import TLam, has_function
+from ..opt.anf import desugar_for_ad, rename_apart, spread_arguments
+from ..types.checker import check_def
+from ..types.primitives import Primitive, lookup
+from ..types.tangent import tangent_type
+from ..util.deep import deep
+from . import chad_fwd, chad_loops, chad_rev, chad_runtime  # noqa: F401  (the run-time primitives)
+from .pipeline import ORIGINAL, Pass, Work
+from .scalarise import scalarise
+
+_LOOP_FUNCTION = {"map": 0, "build": 1, "sumbuild": 1, "fold": 0, "ifold": 1}
+
+
+def _with_body(d: ir.Def, body: ir.Expr) -> ir.Def:
+    return ir.Def(d.name, d.ret, d.params, body, span=d.span)
+
+
+@deep
+def _eta_and_patterns(e: ir.Expr, fresh) -> ir.Expr:
+    """Literal λs for loops (eta-expansion) and lets with tuple patterns taken apart;
+    e is typed, the result is re-checked."""
+    def rewrite(x: ir.Expr) -> ir.Expr:
+        if isinstance(x, ir.Call) and x.func in _LOOP_FUNCTION and isinstance(x.arg, ir.Tuple) \
+                and lookup(x.func) is not None:
+            k = _LOOP_FUNCTION[x.func]
+            f = x.arg.elems[k] if k < len(x.arg.elems) else None
+            if f is not None and not isinstance(f, ir.Lam) and isinstance(f.type, TLam):
+                v = fresh("e")
+                elems = list(x.arg.elems)
+                elems[k] = ir.Lam(v, f.type.arg, ir.App(f, ir.Var(v, type=f.type.arg)))
+                return ir.Call(x.func, ir.Tuple(tuple(elems)), span=x.span)
+        if isinstance(x, ir.Let) and not isinstance(x.binder, str):
+            t = fresh("t")
+            body = x.body
+            n = len(x.binder)
+            for k in range(n - 1, -1, -1):
+                body = ir.Let(x.binder[k], ir.Get(k + 1, n, ir.Var(t)), body)
+            return ir.Let(t, x.rhs, body, span=x.span)
+        return x
+    return map_bottom_up(e, rewrite)
+
+
+def prepare(d: ir.Def, work: Work) -> ir.Def:
+    d = check_def(_with_body(d, _eta_and_patterns(d.body, work.fresh)), work.functions)
+    d = check_def(_with_body(d, desugar_for_ad(d.body, work.fresh)), work.functions)
+    return _with_body(d, rename_apart(spread_arguments(d.body, work.fresh), work.fresh))
+
+
+def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
+    def translate(d: ir.Def, work: Work) -> ir.Def:
+        return module.translate_def(d, work.functions, work.fresh)
+
+    name = f"[{module.TRANSLATION} f]"
+    return (Pass("prepare", "Literal λs, map as build, binders renamed apart", prepare),
+            Pass("scalarise", "Vector arithmetic as build, index and ifold",
+                 lambda d, work: scalarise(d, work.fresh, work.functions)),
+            Pass("translate", f"{what}: {name}", translate))
+
+
+def require_first_order(d: ir.Def, algorithm: str) -> None:
+    """Thm 8.3: the parameters and the result of f are first-order."""
+    for what, t in (("parameter", d.arg_type), ("result", d.ret)):
+        if has_function(t):
+            raise LabrysError(f"{algorithm} of a function with a function-typed {what} ({t}) is out of scope "
+                              "(Vákár & Smeding, CHAD, Thm 8.3: the derivative is correct for first-order "
+                              "inputs and outputs); differentiate a first-order caller of it", d.span)
+
+
+def rev_wrapper(d: ir.Def, work: Work) -> ir.Def:
+    """(def [chadrev f] dS ((x : S) (dt : dT)) (chadDense x ((get$2$2 ([chadR f] x)) dt)))"""
+    require_first_order(d, "chadrev")
+    base = erase_types(d.name)
+    p = work.fresh("p")
+    back = ir.App(ir.Get(2, 2, V(p)), V("dt"))
+    body = ir.Let(p, ir.Call(DerivedName(chad_rev.TRANSLATION, base), V("x")), C("chadDense", V("x"), back))
+    params = (ir.Param("x", d.arg_type), ir.Param("dt", tangent_type(d.ret)))
+    return ir.Def(DerivedName("chadrev", base), tangent_type(d.arg_type), params, body, span=d.span)
+
+
+def fwd_wrapper(d: ir.Def, work: Work) -> ir.Def:
+    """(def [chadfwd f] dT ((x : S) (dx : dS)) (let (p ([chadF f] x)) (chadDense (get$1$2 p) ((get$2$2 p) dx))))"""
+    require_first_order(d, "chadfwd")
+    base = erase_types(d.name)
+    p = work.fresh("p")
+    tangent = ir.App(ir.Get(2, 2, V(p)), V("dx"))
+    body = ir.Let(p, ir.Call(DerivedName(chad_fwd.TRANSLATION, base), V("x")),
+                  C("chadDense", ir.Get(1, 2, V(p)), tangent))
+    params = (ir.Param("x", d.arg_type), ir.Param("dx", tangent_type(d.arg_type)))
+    return ir.Def(DerivedName("chadfwd", base), tangent_type(d.ret), params, body, span=d.span)
+
+
+REV_TRANSLATION = translation_pipeline(chad_rev, "Reverse CHAD, Rev[Γ] (§7.5)")
+FWD_TRANSLATION = translation_pipeline(chad_fwd, "Forward CHAD, Fwd[Γ] (§7.4)")
+REV_PIPELINE = (*(replace(p, view=True) for p in REV_TRANSLATION),
+                Pass("wrapper", "The wrapper [chadrev f] (Thm 8.3)", rev_wrapper, source=ORIGINAL))
+FWD_PIPELINE = (*(replace(p, view=True) for p in FWD_TRANSLATION),
+                Pass("wrapper", "The wrapper [chadfwd f] (Thm 8.3)", fwd_wrapper, source=ORIGINAL))
+
+
+def treats(prim: Primitive) -> str:
+    """How CHAD treats a call of ``prim`` (registry.coverage)."""
+    from .chad_rev_ops import LOOPS
+    if prim.name in LOOPS or prim.name in ("index", "constVec", "Vec_init", "map"):
+        return "own rule"
+    if prim.nondiff:
+        return "zero"
+    if prim.structural:
+        return "structural"
+    return "rule" if "rev" in prim.rules and "fwd" in prim.rules else "no rule"
