@@ -91,3 +91,20 @@ def lam_arg(f: ir.Expr, what: str, e: ir.Expr, algorithm: str) -> ir.Lam:
     if not isinstance(f, ir.Lam):
         raise LabrysError(f"internal: {algorithm} expects a literal lambda in {what} (eta-expanded before)", e.span)
     return f
+
+
+def hand_written(functions: Functions, f, s: Type, t: Type, names: tuple[str, ...], forward: bool):
+    """A derivative the user wrote for f, (def [rev f] ..) or (def [fwd f] ..), which CHAD
+    calls instead of differentiating f (AD-MAP: every algorithm uses it); only between
+    first-order types, whose (co)tangents are the language's."""
+    from ..ir.names import DerivedName, erase_types
+    from ..ir.types import has_function
+    from ..types.tangent import tangent_type
+    if has_function(s) or has_function(t):
+        return None
+    for name in names:
+        derived = DerivedName(name, erase_types(f))
+        sig = functions.resolve(derived, TTuple((s, tangent_type(s if forward else t))))
+        if sig is not None and isinstance(getattr(sig, "decl", None), ir.Def):
+            return derived
+    return None

@@ -19,7 +19,7 @@ from ..ir.types import FLOAT, INTEGER, TLam, TSum, TTuple
 from ..types.primitives import lookup
 from ..types.tangent import is_constant_tangent
 from ..util.deep import deep
-from .chad_common import ChadBase, args_of_call, lam_arg, lget, plus, zero
+from .chad_common import ChadBase, args_of_call, hand_written, lam_arg, lget, plus, zero
 from .chad_types import Context, f1, f2
 
 TRANSLATION = "chadF"
@@ -105,6 +105,10 @@ class Fwd(ChadBase):
                 if isinstance(f, DerivedName):
                     raise self.unsupported(f"a call of the derived function {f}", e)
                 a, ad, z, zd = (self.fresh(s) for s in ("a", "ad", "z", "zd"))
+                written = hand_written(self.functions, f, arg.type, e.type, ("chadfwd", "fwd"), True)
+                if written is not None:  # the user's [fwd f], on dense tangents
+                    t = self.tan(g, lambda v: ir.Call(written, tup(V(a), C("chadDense", V(a), ir.App(V(ad), v)))))
+                    return ir.Let((a, ad), go(arg, g), tup(ir.Call(f, V(a), span=e.span), t))
                 callee = ir.Call(DerivedName(TRANSLATION, erase_types(f)), V(a), span=e.span)
                 t = self.tan(g, lambda v: ir.App(V(zd), ir.App(V(ad), v)))
                 return ir.Let((a, ad), go(arg, g), ir.Let((z, zd), callee, tup(V(z), t)))

@@ -19,7 +19,7 @@ from ..ir.names import DerivedName, erase_types
 from ..ir.types import TLam, TSum, TTuple
 from ..types.primitives import lookup
 from ..util.deep import deep
-from .chad_common import ChadBase, lget, plus, zero
+from .chad_common import ChadBase, hand_written, lget, plus, zero
 from .chad_types import Context, r1, r2
 
 TRANSLATION = "chadR"
@@ -152,6 +152,10 @@ class Rev(ChadBase):
         if isinstance(f, DerivedName):
             raise self.unsupported(f"a call of the derived function {f}", e)
         a, ad, z, zd = (self.fresh(s) for s in ("a", "ad", "z", "zd"))
+        written = hand_written(self.functions, f, arg.type, e.type, ("chadrev", "rev"), False)
+        if written is not None:  # the user's [rev f], on dense cotangents
+            cot = self.back(e.type, lambda v: ir.App(V(ad), ir.Call(written, tup(V(a), C("chadDense", V(z), v)))))
+            return ir.Let((a, ad), self.term(arg, g), ir.Let(z, ir.Call(f, V(a), span=e.span), tup(V(z), cot)))
         cot = self.back(e.type, lambda v: ir.App(V(ad), ir.App(V(zd), v)))
         callee = ir.Call(DerivedName(TRANSLATION, erase_types(f)), V(a), span=e.span)
         return ir.Let((a, ad), self.term(arg, g), ir.Let((z, zd), callee, tup(V(z), cot)))

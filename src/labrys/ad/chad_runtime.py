@@ -41,6 +41,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..ir.build import index_type
 from ..ir.types import FLOAT, INTEGER, UNIT, TBase, TLam, TSum, TTensor, TTuple, Type
 from ..prelude.tangents import add_fn
 from ..types.primitives import args_of, primitive, spread
@@ -232,7 +233,7 @@ primitive("chadApp", _app_type, _app_impl, "(chadApp f a): a power (a function's
 
 def _index_type(t: Type) -> Type | None:
     ab = args_of(t, 2)
-    return ab[1].elem if ab and ab[0] == INTEGER and isinstance(ab[1], TTensor) and ab[1].rank == 1 else None
+    return ab[1].elem if ab and isinstance(ab[1], TTensor) and ab[0] == index_type(ab[1]) else None
 
 
 def _index_impl(t: Type):
@@ -242,9 +243,10 @@ def _index_impl(t: Type):
         if w is ZERO:
             return zero
         w = dense(w)
-        if not 0 <= i < w.shape[0]:
-            raise PrimError(f"chadIndex: index {i} out of range for a vector of size {w.shape[0]}")
-        x = w[i]
+        try:
+            x = w[i]
+        except IndexError:
+            raise PrimError(f"chadIndex: index {i} out of range for a tensor of size {w.shape}") from None
         return float(x) if isinstance(x, np.floating) else x
     return spread(index)
 
@@ -255,18 +257,18 @@ primitive("chadIndex", _index_type, _index_impl, "(chadIndex i w): element i of 
 
 def _onehot_type(t: Type) -> Type | None:
     abc = args_of(t, 3)
-    return TTensor(1, abc[2]) if abc and isinstance(abc[0], TTensor) and abc[0].rank == 1 \
-        and abc[1] == INTEGER else None
+    return TTensor(abc[0].rank, abc[2]) if abc and isinstance(abc[0], TTensor) \
+        and abc[1] == index_type(abc[0]) else None
 
 
 def _onehot_impl(t: Type):
     elem = t.elems[2]
 
     def onehot(xs, i, w):
-        n = dense(xs).shape[0]
+        shape = dense(xs).shape
         if elem == FLOAT:
-            return DeltaVec(n, i, w, FLOAT)
-        out = make_vec(elem, [zero_of(elem)] * n)
+            return DeltaVec(shape[0] if len(shape) == 1 else shape, i, w, FLOAT)
+        out = make_vec(elem, [zero_of(elem)] * int(np.prod(shape)), shape)
         out[i] = w
         return out
     return spread(onehot)
