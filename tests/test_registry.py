@@ -214,7 +214,11 @@ NOT_COMPILED = {  # what still runs on the python backend (docs/backends.md), to
     "delta2Gradient", "delta2Inputs", "deltaGradient", "deltaInputs", "deltaLet", "digamma", "dualZip", "ifold",
     "lmAdd", "lmApply", "lmApplyR", "lmBuild", "lmBuildT", "lmCompose", "lmFold", "lmHCat", "lmHCatV", "lmMake",
     "lmOne", "lmScale", "lmSumBuild", "lmTranspose", "lmVCat", "lmVCatV", "lmZero", "matvec_T", "oplus", "otimes",
-    "outer", "pr", "print", "rfold", "setAt", "shape", "unzip", "zeroS"}
+    "outer", "pr", "print", "rfold", "setAt", "shape", "unzip", "zeroS",
+    # CHAD's linear layer (closures, append-tree copowers, symbolic zeros): python backend
+    "chadZero", "chadPlus", "chadOpen", "chadLeft", "chadRight", "chadApp", "chadIndex", "chadOneHot",
+    "chadSumVec", "chadSumBuild", "chadCopow", "chadCopowFold", "chadFoldR", "chadIFoldR", "chadFoldF",
+    "chadIFoldF", "chadDense", "chadZip", "chadUnzip"}
 
 
 def test_every_primitive_is_classified_for_every_algorithm():

@@ -24,7 +24,7 @@ from dataclasses import replace
 
 from ..errors import LabrysError
 from ..ir import nodes as ir
-from ..ir.build import C, V
+from ..ir.build import C, V, index_type
 from ..ir.names import DerivedName, erase_types
 from ..ir.traverse import map_bottom_up
 from ..ir.types import TLam, has_function
@@ -33,6 +33,7 @@ from ..types.checker import check_def
 from ..types.primitives import Primitive, lookup
 from ..types.tangent import tangent_type
 from ..util.deep import deep
+from . import dual_numbers
 from . import chad_fwd, chad_loops, chad_rev, chad_runtime  # noqa: F401  (the run-time primitives)
 from .pipeline import ORIGINAL, Pass, Work
 from .scalarise import scalarise
@@ -58,6 +59,12 @@ def _eta_and_patterns(e: ir.Expr, fresh) -> ir.Expr:
                 elems = list(x.arg.elems)
                 elems[k] = ir.Lam(v, f.type.arg, ir.App(f, ir.Var(v, type=f.type.arg)))
                 return ir.Call(x.func, ir.Tuple(tuple(elems)), span=x.span)
+        if isinstance(x, ir.Call) and x.func == "map" and isinstance(x.arg, ir.Tuple) and len(x.arg.elems) == 2 \
+                and isinstance(x.arg.elems[0], ir.Lam) and getattr(x.arg.elems[1].type, "rank", 1) > 1:
+            f, v = x.arg.elems  # the binder rule of §10 at any rank: build over the index tuple
+            i, vs = fresh("i"), fresh("v")
+            body = ir.Let(f.var, C("index", ir.Var(i), ir.Var(vs)), f.body)
+            return ir.Let(vs, v, C("build", C("size", ir.Var(vs)), ir.Lam(i, index_type(v.type), body)))
         if isinstance(x, ir.Let) and not isinstance(x.binder, str):
             t = fresh("t")
             body = x.body
@@ -129,10 +136,6 @@ FWD_PIPELINE = (*(replace(p, view=True) for p in FWD_TRANSLATION),
 def treats(prim: Primitive) -> str:
     """How CHAD treats a call of ``prim`` (registry.coverage)."""
     from .chad_rev_ops import LOOPS
-    if prim.name in LOOPS or prim.name in ("index", "constVec", "Vec_init", "map"):
+    if prim.name in LOOPS or prim.name in ("index", "constVec", "Vec_init", "map", "unzip"):
         return "own rule"
-    if prim.nondiff:
-        return "zero"
-    if prim.structural:
-        return "structural"
-    return "rule" if "rev" in prim.rules and "fwd" in prim.rules else "no rule"
+    return dual_numbers.treats(prim)  # the same preparation (scalarise) reaches the same primitives

@@ -149,6 +149,8 @@ class Fwd(ChadBase):
             return wrap(tup(call, self.tan(g, lambda v: zero(f2(e.type)))))
         if name == "index":
             return wrap(tup(call, self.tan(g, lambda v: C("chadIndex", xs[0], ir.App(V(names[1][1]), v)))))
+        if name == "unzip":
+            return wrap(tup(call, self.tan(g, lambda v: C("chadUnzip", ir.App(V(names[0][1]), v)))))
         if name == "constVec":
             return wrap(tup(call, self.tan(g, lambda v: C("constVec", xs[0], ir.App(V(names[1][1]), v)))))
         if name == "Vec_init" and e.type.rank == 1:
@@ -182,12 +184,10 @@ def _body(tr: Fwd, lam: ir.Lam, g):
 def _indexed(tr: Fwd, e, args, g, loop: str, tangent_loop: str):
     n, f = args
     lam = lam_arg(f, loop, e, tr.algorithm)
-    if n.type != INTEGER:
-        raise tr.unsupported(f"{loop} over a tensor of rank > 1", e)
     nv, nd, y, i, j = (tr.fresh(s) for s in ("n", "nd", "y", "i", "i"))
-    primal = ir.Call(loop, tup(V(nv), ir.Lam(i, INTEGER, ir.Get(1, 2, ir.App(V(y), V(i))))), span=e.span)
-    t = tr.tan(g, lambda v: C(tangent_loop, V(nv), ir.Lam(j, INTEGER, ir.App(
-        ir.Get(2, 2, ir.App(V(y), V(j))), tup(v, ir.Tuple(()))))))
+    primal = ir.Call(loop, tup(V(nv), ir.Lam(i, n.type, ir.Get(1, 2, ir.App(V(y), V(i))))), span=e.span)
+    t = tr.tan(g, lambda v: C(tangent_loop, V(nv), ir.Lam(j, n.type, ir.App(
+        ir.Get(2, 2, ir.App(V(y), V(j))), tup(v, zero(f2(n.type)))))))
     return ir.Let((nv, nd), tr.term(n, g), ir.Let(y, _body(tr, lam, g), tup(primal, t)))
 
 

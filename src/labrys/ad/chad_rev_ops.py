@@ -51,6 +51,8 @@ def primitive_rule(tr, e: ir.Call, g) -> ir.Expr:
     if name == "index":
         (i, _), (xv, xd) = names
         return wrap(tup(_call(e, xs), tr.back(e.type, lambda w: ir.App(V(xd), C("chadOneHot", V(xv), V(i), w)))))
+    if name == "unzip":
+        return wrap(tup(_call(e, xs), tr.back(e.type, lambda w: ir.App(V(names[0][1]), C("chadZip", w)))))
     if name == "constVec":
         (_, xd) = names[1]
         return wrap(tup(_call(e, xs), tr.back(e.type, lambda w: ir.App(V(xd), C("chadSumVec", w)))))
@@ -99,26 +101,22 @@ def _primal_of(tr, y: str, var_t) -> ir.Lam:
 def _build(tr, e, args, g):
     n, f = args
     lam = lam_arg(f, "build", e, tr.algorithm)
-    if n.type != INTEGER:
-        raise tr.unsupported("build of a tensor of rank > 1", e)
     g2, body = _body(tr, lam, g)
     nv, nd, y, i, w = (tr.fresh(s) for s in ("n", "nd", "y", "i", "w"))
     each = lget(1, g2.lin_type, ir.App(ir.Get(2, 2, ir.App(V(y), V(i))), C("chadIndex", V(i), V(w))))
-    cot = ir.Lam(w, r2(e.type), C("chadSumBuild", V(nv), ir.Lam(i, INTEGER, each)))
-    primal = ir.Call("build", tup(V(nv), _primal_of(tr, y, INTEGER)), span=e.span)
+    cot = ir.Lam(w, r2(e.type), C("chadSumBuild", V(nv), ir.Lam(i, n.type, each)))
+    primal = ir.Call("build", tup(V(nv), _primal_of(tr, y, n.type)), span=e.span)
     return ir.Let((nv, nd), tr.term(n, g), ir.Let(y, body, tup(primal, cot)))
 
 
 def _sumbuild(tr, e, args, g):
     n, f = args
     lam = lam_arg(f, "sumbuild", e, tr.algorithm)
-    if n.type != INTEGER:
-        raise tr.unsupported("sumbuild over a tensor of rank > 1", e)
     g2, body = _body(tr, lam, g)
     nv, nd, y, i, w = (tr.fresh(s) for s in ("n", "nd", "y", "i", "w"))
     each = lget(1, g2.lin_type, ir.App(ir.Get(2, 2, ir.App(V(y), V(i))), V(w)))
-    cot = ir.Lam(w, r2(e.type), C("chadSumBuild", V(nv), ir.Lam(i, INTEGER, each)))
-    primal = ir.Call("sumbuild", tup(V(nv), _primal_of(tr, y, INTEGER)), span=e.span)
+    cot = ir.Lam(w, r2(e.type), C("chadSumBuild", V(nv), ir.Lam(i, n.type, each)))
+    primal = ir.Call("sumbuild", tup(V(nv), _primal_of(tr, y, n.type)), span=e.span)
     return ir.Let((nv, nd), tr.term(n, g), ir.Let(y, body, tup(primal, cot)))
 
 

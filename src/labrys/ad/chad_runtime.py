@@ -302,7 +302,9 @@ primitive("chadSumVec", lambda t: t.elem if isinstance(t, TTensor) and t.rank ==
 
 def _sumbuild_type(t: Type) -> Type | None:
     ab = args_of(t, 2)
-    return ab[1].res if ab and ab[0] == INTEGER and isinstance(ab[1], TLam) and ab[1].arg == INTEGER else None
+    ok = ab and (ab[0] == INTEGER or isinstance(ab[0], TTuple) and ab[0].elems
+                 and all(e == INTEGER for e in ab[0].elems))
+    return ab[1].res if ok and isinstance(ab[1], TLam) and ab[1].arg == ab[0] else None
 
 
 def _sumbuild_impl(t: Type):
@@ -310,8 +312,8 @@ def _sumbuild_impl(t: Type):
 
     def sumbuild(n, f):
         acc = zero
-        for i in range(n):
-            acc = plus(acc, f(i))
+        for i in (range(n) if isinstance(n, int) else np.ndindex(*n)):
+            acc = plus(acc, f(i if isinstance(i, int) else tuple(int(k) for k in i)))
         return acc
     return spread(sumbuild)
 
@@ -354,3 +356,60 @@ def _copowfold_impl(t: Type):
 primitive("chadCopowFold", _copowfold_type, _copowfold_impl,
           "(chadCopowFold (lam (aw : Tuple A W) e) c): case c of !a ⊗ w -> e, summed over the pairs of c.",
           cost=lambda r, a: 0, nondiff=True)
+
+
+# --- unzip's (co)tangents ------------------------------------------------------------------
+
+
+def _zip_type(t: Type) -> Type | None:
+    if isinstance(t, TTuple) and len(t.elems) == 2 and all(isinstance(e, TTensor) and e.rank == 1
+                                                           for e in t.elems):
+        return TTensor(1, TTuple((t.elems[0].elem, t.elems[1].elem)))
+    return None
+
+
+def _zip_impl(t: Type):
+    za, zb = zero_of(t.elems[0].elem), zero_of(t.elems[1].elem)
+    out_t = TTuple((t.elems[0].elem, t.elems[1].elem))
+
+    def zip_(w):
+        if w is ZERO:
+            return ZERO
+        a, b = w
+        if a is ZERO and b is ZERO:
+            return ZERO
+        a = None if a is ZERO else [_scalar(x) for x in dense(a).flat]
+        b = None if b is ZERO else [_scalar(x) for x in dense(b).flat]
+        n = len(a if a is not None else b)
+        return make_vec(out_t, [(za if a is None else a[k], zb if b is None else b[k]) for k in range(n)])
+    return zip_
+
+
+def _scalar(x: Any) -> Any:
+    return float(x) if isinstance(x, np.floating) else x
+
+
+primitive("chadZip", _zip_type, _zip_impl, "(chadZip w): a pair of cotangent vectors as a vector of pairs "
+          "(unzip transposed).", cost=lambda r, a: 1 if r is ZERO else numel(r), nondiff=True)
+
+
+def _unzip_type(t: Type) -> Type | None:
+    if isinstance(t, TTensor) and t.rank == 1 and isinstance(t.elem, TTuple) and len(t.elem.elems) == 2:
+        return TTuple(tuple(TTensor(1, e) for e in t.elem.elems))
+    return None
+
+
+def _unzip_impl(t: Type):
+    a_t, b_t = t.elem.elems
+    za, zb = zero_of(a_t), zero_of(b_t)
+
+    def unzip(v):
+        if v is ZERO:
+            return ZERO
+        items = [(za, zb) if x is ZERO else x for x in dense(v).flat]
+        return make_vec(a_t, [x[0] for x in items]), make_vec(b_t, [x[1] for x in items])
+    return unzip
+
+
+primitive("chadUnzip", _unzip_type, _unzip_impl, "(chadUnzip v): unzip of a tangent vector of pairs (0 for 0).",
+          cost=lambda r, a: 1 if a is ZERO else numel(a), nondiff=True)
