@@ -33,8 +33,7 @@ from ..types.checker import check_def
 from ..types.primitives import Primitive, lookup
 from ..types.tangent import tangent_type
 from ..util.deep import deep
-from . import dual_numbers
-from . import chad_fwd, chad_loops, chad_rev, chad_runtime  # noqa: F401  (the run-time primitives)
+from . import chad_fwd, chad_loops, chad_rev, chad_runtime, dual_numbers  # noqa: F401  (the run-time primitives)
 from .pipeline import ORIGINAL, Pass, Work
 from .scalarise import scalarise
 

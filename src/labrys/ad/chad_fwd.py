@@ -15,7 +15,7 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir.build import C, V, tup
 from ..ir.names import DerivedName, erase_types
-from ..ir.types import FLOAT, INTEGER, TLam, TSum, TTuple
+from ..ir.types import FLOAT, TLam, TSum, TTuple
 from ..types.primitives import lookup
 from ..types.tangent import is_constant_tangent
 from ..util.deep import deep

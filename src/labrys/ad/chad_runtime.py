@@ -45,7 +45,7 @@ from ..ir.build import index_type
 from ..ir.types import FLOAT, INTEGER, UNIT, TBase, TLam, TSum, TTensor, TTuple, Type
 from ..prelude.tangents import add_fn
 from ..types.primitives import args_of, primitive, spread
-from ..values import DeltaVec, Inj, PrimError, Sparse, dense, make_vec, numel, zero_tangent_of
+from ..values import DeltaVec, Inj, PrimError, Sparse, dense, make_vec, numel
 
 
 class LinZero:

@@ -31,8 +31,7 @@ take apart.
 """
 from __future__ import annotations
 
-from ..ir.types import FLOAT, UNIT, TBase, TLam, TLM, TSum, TTensor, TTuple, Type
-
+from ..ir.types import FLOAT, TLM, UNIT, TBase, TLam, TSum, TTensor, TTuple, Type
 
 
 class Context:
