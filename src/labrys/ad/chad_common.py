@@ -17,7 +17,7 @@ from __future__ import annotations
 from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.build import C, V
-from ..ir.traverse import FreshNames
+from ..ir.traverse import FreshNames, children
 from ..ir.types import FLOAT, UNIT, TTuple, Type
 from ..types.checker import Functions
 from .chad_types import Context, context, extend
@@ -64,12 +64,95 @@ class ChadBase:
 
     def __init__(self, functions: Functions, fresh: FreshNames, lin) -> None:
         self.functions, self.fresh, self.lin = functions, fresh, lin
+        self._fv: dict[int, tuple] = {}
+
+    def scope(self, g: Context | None, body: ir.Expr, x: str | None = None, t: Type | None = None):
+        """(Γ̄', Γ̄',x): the context a binder's body is translated in (Note [Restricted contexts])."""
+        sub = self.restrict(g, self.free(body))
+        return sub, (sub if x is None else self.extend(sub, x, t))
 
     def ctx(self, gamma: Context | None) -> Type:
         return context(gamma)
 
     def extend(self, gamma: Context | None, name: str, t: Type) -> Context:
         return extend(gamma, name, t, self.lin)
+
+    # --- Note [Restricted contexts] ---------------------------------------------------------
+    # The paper translates every subterm in the whole context Γ̄.  A chain of L lets then
+    # has contexts of length up to L, and every (co)tangent of a context is a tuple that
+    # deep: code size, type size and the run time of + grow as O(L²) (cost source B1).
+    # At each binder (let body, λ body, case branch, loop body) we translate in Γ̄
+    # restricted to the variables free there, which is Rev[Γ̄'] of the same term, and
+    # connect the two by the weakening Γ̄' ⊆ Γ̄: the (co)tangent of Γ̄' is embedded into
+    # Γ̄'s with zeros elsewhere (reverse), or projected out of it (forward).  That is
+    # the variable rule's coproj/proj applied to a sub-list; the rules are unchanged.
+
+    def free(self, e: ir.Expr) -> frozenset:
+        """The free variables of e (memoised over the whole tree, computed without recursion)."""
+        memo = self._fv
+        if id(e) in memo:
+            return memo[id(e)][1]
+        stack = [(e, False)]
+        while stack:
+            x, done = stack.pop()
+            if id(x) in memo:
+                continue
+            kids = children(x)
+            if not done:
+                stack.append((x, True))
+                stack.extend((c, False) for c, _ in kids if id(c) not in memo)
+                continue
+            out = {x.name} if isinstance(x, ir.Var) else set()
+            for c, bound in kids:
+                out |= memo[id(c)][1] - set(bound)
+            memo[id(x)] = (x, frozenset(out))
+        return memo[id(e)][1]
+
+    def restrict(self, g: Context | None, keep) -> Context | None:
+        """Γ̄ restricted to ``keep``, in Γ̄'s order."""
+        kept = []
+        node = g
+        while node is not None:
+            if node.name in keep:
+                kept.append(node)
+            node = node.prev
+        if g is not None and len(kept) == _length(g):
+            return g
+        out = None
+        for node in reversed(kept):
+            out = self.extend(out, node.name, node.type)
+        return out
+
+    def embed(self, sub: Context | None, g: Context | None, u: ir.Expr) -> ir.Expr:
+        """The weakening's transpose: u : R2 Γ̄' as an R2 Γ̄ with zeros elsewhere."""
+        if sub is g:
+            return u
+        parts, node, cur = {}, sub, u
+        if not is_zero(u):
+            name = self.fresh("w")
+            cur = ir.Var(name)
+            while node is not None:
+                parts[node.name] = lget(2, node.lin_type, cur)
+                cur = lget(1, node.lin_type, cur)
+                node = node.prev
+        out: ir.Expr = ir.Tuple(())
+        for n in reversed(_nodes(g)):
+            out = ir.Tuple((out, parts.get(n.name) or zero(self.lin(n.type))))
+        return out if is_zero(u) else ir.Let(name, u, out)
+
+    def project(self, g: Context | None, sub: Context | None, v: ir.Expr) -> ir.Expr:
+        """The weakening: v : F2 Γ̄ restricted to F2 Γ̄'."""
+        if sub is g:
+            return v
+        parts, node, cur = {}, g, v
+        while node is not None:
+            parts[node.name] = lget(2, node.lin_type, cur)
+            cur = lget(1, node.lin_type, cur)
+            node = node.prev
+        out: ir.Expr = ir.Tuple(())
+        for n in reversed(_nodes(sub)):
+            out = ir.Tuple((out, parts[n.name]))
+        return out
 
     def unsupported(self, what: str, e: ir.Expr) -> LabrysError:
         return LabrysError(f"{self.algorithm} does not support {what}", e.span)
@@ -81,6 +164,21 @@ class ChadBase:
         """``let <x, x'> = rhs in body(x, x')`` with fresh x, x' (body gets the names)."""
         x, xd = self.fresh(base), self.fresh(base + "d")
         return ir.Let((x, xd), rhs, body(x, xd))
+
+
+def _nodes(g: Context | None) -> list[Context]:
+    out = []
+    while g is not None:
+        out.append(g)
+        g = g.prev
+    return out
+
+
+def _length(g: Context | None) -> int:
+    n = 0
+    while g is not None:
+        n, g = n + 1, g.prev
+    return n
 
 
 def args_of_call(e: ir.Call) -> tuple[ir.Expr, ...]:

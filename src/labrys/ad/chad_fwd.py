@@ -52,9 +52,9 @@ class Fwd(ChadBase):
             case ir.Var(x):
                 return tup(V(x), self.tan(g, lambda v: self.proj(g, x, v)))
             case ir.Let(x, rhs, body) if isinstance(x, str):
-                g2 = self.extend(g, x, rhs.type)
+                sub, g2 = self.scope(g, body, x, rhs.type)
                 xd, y, yd = self.fresh(x + "d"), self.fresh("y"), self.fresh("yd")
-                t = self.tan(g, lambda v: ir.App(V(yd), tup(v, ir.App(V(xd), v))))
+                t = self.tan(g, lambda v: ir.App(V(yd), tup(self.project(g, sub, v), ir.App(V(xd), v))))
                 return ir.Let((x, xd), go(rhs, g), ir.Let((y, yd), go(body, g2), tup(V(y), t)))
             case ir.Call(f, _) if lookup(f) is not None:
                 return self.primitive(e, g)
@@ -116,19 +116,19 @@ class Fwd(ChadBase):
 
     def lam_rule(self, e: ir.Lam, x: str, a, body: ir.Expr, g: Context | None) -> ir.Expr:
         """Fwd[Γ] (\\x -> t): the derivative in the argument, and in the context (a power)."""
-        g2 = self.extend(g, x, a)
+        sub, g2 = self.scope(g, body, x, a)
         y, x2, x3, z, zd, u = (self.fresh(s) for s in ("y", x, x, "z", "zd", "u"))
-        arg_tan = ir.Lam(u, f2(a), ir.App(V(zd), tup(zero(self.ctx(g)), V(u))))
+        arg_tan = ir.Lam(u, f2(a), ir.App(V(zd), tup(zero(self.ctx(sub)), V(u))))
         primal = ir.Lam(x2, f1(a), ir.Let((z, zd), ir.App(V(y), V(x2)), tup(V(z), arg_tan)))
         power = self.tan(g, lambda v: ir.Lam(x3, f1(a), ir.App(ir.Get(2, 2, ir.App(V(y), V(x3))),
-                                                               tup(v, zero(f2(a))))))
+                                                               tup(self.project(g, sub, v), zero(f2(a))))))
         return ir.Let(y, ir.Lam(x, f1(a), self.term(body, g2)), tup(primal, power))
 
     def branch(self, left: bool, var: str, body: ir.Expr, sum_t: TSum, pd: str, g):
-        g2 = self.extend(g, var, sum_t.left if left else sum_t.right)
+        sub, g2 = self.scope(g, body, var, sum_t.left if left else sum_t.right)
         r, rd = self.fresh("r"), self.fresh("rd")
         side = "chadLeft" if left else "chadRight"
-        t = self.tan(g, lambda v: ir.App(V(rd), tup(v, C(side, ir.App(V(pd), v)))))
+        t = self.tan(g, lambda v: ir.App(V(rd), tup(self.project(g, sub, v), C(side, ir.App(V(pd), v)))))
         return ir.Let((r, rd), self.term(body, g2), tup(V(r), t))
 
     def primitive(self, e: ir.Call, g: Context | None) -> ir.Expr:
@@ -177,36 +177,39 @@ class Fwd(ChadBase):
 
 
 def _body(tr: Fwd, lam: ir.Lam, g):
-    g2 = tr.extend(g, lam.var, lam.var_type)
-    return ir.Lam(lam.var, f1(lam.var_type), tr.term(lam.body, g2))
+    sub, g2 = tr.scope(g, lam.body, lam.var, lam.var_type)
+    return sub, ir.Lam(lam.var, f1(lam.var_type), tr.term(lam.body, g2))
 
 
 def _indexed(tr: Fwd, e, args, g, loop: str, tangent_loop: str):
     n, f = args
     lam = lam_arg(f, loop, e, tr.algorithm)
     nv, nd, y, i, j = (tr.fresh(s) for s in ("n", "nd", "y", "i", "i"))
+    sub, body = _body(tr, lam, g)
     primal = ir.Call(loop, tup(V(nv), ir.Lam(i, n.type, ir.Get(1, 2, ir.App(V(y), V(i))))), span=e.span)
     t = tr.tan(g, lambda v: C(tangent_loop, V(nv), ir.Lam(j, n.type, ir.App(
-        ir.Get(2, 2, ir.App(V(y), V(j))), tup(v, zero(f2(n.type)))))))
-    return ir.Let((nv, nd), tr.term(n, g), ir.Let(y, _body(tr, lam, g), tup(primal, t)))
+        ir.Get(2, 2, ir.App(V(y), V(j))), tup(tr.project(g, sub, v), zero(f2(n.type)))))))
+    return ir.Let((nv, nd), tr.term(n, g), ir.Let(y, body, tup(primal, t)))
 
 
 def _fold(tr: Fwd, e, args, g):
     f, acc0, xs = args
     lam = lam_arg(f, "fold", e, tr.algorithm)
     a0, a0d, xv, xd, y, z, zt = (tr.fresh(s) for s in ("a0", "a0d", "xs", "xsd", "y", "z", "zt"))
-    t = tr.tan(g, lambda v: ir.App(V(zt), tup(v, tup(ir.App(V(a0d), v), ir.App(V(xd), v)))))
+    sub, body = _body(tr, lam, g)
+    t = tr.tan(g, lambda v: ir.App(V(zt), tup(tr.project(g, sub, v), tup(ir.App(V(a0d), v), ir.App(V(xd), v)))))
     loop = ir.Let((z, zt), C("chadFoldF", V(y), V(a0), V(xv)), tup(V(z), t))
-    return ir.Let((a0, a0d), tr.term(acc0, g), ir.Let((xv, xd), tr.term(xs, g), ir.Let(y, _body(tr, lam, g), loop)))
+    return ir.Let((a0, a0d), tr.term(acc0, g), ir.Let((xv, xd), tr.term(xs, g), ir.Let(y, body, loop)))
 
 
 def _ifold(tr: Fwd, e, args, g):
     n, f, acc0 = args
     lam = lam_arg(f, "ifold", e, tr.algorithm)
     nv, nd, a0, a0d, y, z, zt = (tr.fresh(s) for s in ("n", "nd", "a0", "a0d", "y", "z", "zt"))
-    t = tr.tan(g, lambda v: ir.App(V(zt), tup(v, ir.App(V(a0d), v))))
+    sub, body = _body(tr, lam, g)
+    t = tr.tan(g, lambda v: ir.App(V(zt), tup(tr.project(g, sub, v), ir.App(V(a0d), v))))
     loop = ir.Let((z, zt), C("chadIFoldF", V(nv), V(y), V(a0)), tup(V(z), t))
-    return ir.Let((nv, nd), tr.term(n, g), ir.Let((a0, a0d), tr.term(acc0, g), ir.Let(y, _body(tr, lam, g), loop)))
+    return ir.Let((nv, nd), tr.term(n, g), ir.Let((a0, a0d), tr.term(acc0, g), ir.Let(y, body, loop)))
 
 
 LOOPS = {"build": lambda tr, e, a, g: _indexed(tr, e, a, g, "build", "build"),

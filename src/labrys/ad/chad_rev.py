@@ -55,11 +55,11 @@ class Rev(ChadBase):
             case ir.Var(x):
                 return tup(V(x), self.back(e.type, lambda v: self.coproj(g, x, v)))
             case ir.Let(x, rhs, body) if isinstance(x, str):
-                g2 = self.extend(g, x, rhs.type)
+                sub, g2 = self.scope(g, body, x, rhs.type)
                 xd = self.fresh(x + "d")
                 y, yd, u = self.fresh("y"), self.fresh("yd"), self.fresh("u")
                 cot = self.back(e.type, lambda v: ir.Let(u, ir.App(V(yd), v), plus(
-                    lget(1, g2.lin_type, V(u)), ir.App(V(xd), lget(2, g2.lin_type, V(u))))))
+                    self.embed(sub, g, lget(1, g2.lin_type, V(u))), ir.App(V(xd), lget(2, g2.lin_type, V(u))))))
                 return ir.Let((x, xd), go(rhs, g), ir.Let((y, yd), go(body, g2), tup(V(y), cot)))
             case ir.Call(f, _) if lookup(f) is not None:
                 return self.primitive(e, g)
@@ -127,23 +127,25 @@ class Rev(ChadBase):
     # --- λ (§2.5, §7.5): the context's cotangent is a copower of the calls -----------------
 
     def lam_rule(self, e: ir.Lam, x: str, a, body: ir.Expr, g: Context | None) -> ir.Expr:
-        g2 = self.extend(g, x, a)
+        sub, g2 = self.scope(g, body, x, a)
         y, x2, z, zd, p = (self.fresh(s) for s in ("y", x, "z", "zd", "p"))
         lam_t = e.type
         arg_back = self.back(lam_t.res, lambda v: lget(2, g2.lin_type, ir.App(V(zd), v)))
         primal = ir.Lam(x2, r1(a), ir.Let((z, zd), ir.App(V(y), V(x2)), tup(V(z), arg_back)))
         pair = TTuple((r1(a), r2(lam_t.res)))
-        fold_body = lget(1, g2.lin_type, ir.App(ir.Get(2, 2, ir.App(V(y), ir.Get(1, 2, V(p)))), ir.Get(2, 2, V(p))))
+        fold_body = self.embed(sub, g, lget(1, g2.lin_type, ir.App(ir.Get(2, 2, ir.App(V(y), ir.Get(1, 2, V(p)))),
+                                                                   ir.Get(2, 2, V(p)))))
         cot = self.back(lam_t, lambda v: C("chadCopowFold", ir.Lam(p, pair, fold_body), v))
         return ir.Let(y, ir.Lam(x, r1(a), self.term(body, g2)), tup(primal, cot))
 
     # --- sums [ext] (Note [Sum cotangents]) --------------------------------------------------
 
     def branch(self, e, left: bool, var: str, body: ir.Expr, sum_t: TSum, out, pd: str, g):
-        g2 = self.extend(g, var, sum_t.left if left else sum_t.right)
+        sub, g2 = self.scope(g, body, var, sum_t.left if left else sum_t.right)
         r, rd, u = self.fresh("r"), self.fresh("rd"), self.fresh("u")
         cot = self.back(e.type, lambda v: ir.Let(u, ir.App(V(rd), v), plus(
-            lget(1, g2.lin_type, V(u)), ir.App(V(pd), ir.Inj(left, out, lget(2, g2.lin_type, V(u)))))))
+            self.embed(sub, g, lget(1, g2.lin_type, V(u))),
+            ir.App(V(pd), ir.Inj(left, out, lget(2, g2.lin_type, V(u)))))))
         return ir.Let((r, rd), self.term(body, g2), tup(V(r), cot))
 
     # --- top-level functions [ext]: a closed λ, so no copower ------------------------------

@@ -89,8 +89,8 @@ def primitive_rule(tr, e: ir.Call, g) -> ir.Expr:
 
 def _body(tr, lam: ir.Lam, g):
     """y = \\i -> Rev[Γ, i] e, and the extended context."""
-    g2 = tr.extend(g, lam.var, lam.var_type)
-    return g2, ir.Lam(lam.var, r1(lam.var_type), tr.term(lam.body, g2))
+    sub, g2 = tr.scope(g, lam.body, lam.var, lam.var_type)
+    return sub, g2, ir.Lam(lam.var, r1(lam.var_type), tr.term(lam.body, g2))
 
 
 def _primal_of(tr, y: str, var_t) -> ir.Lam:
@@ -101,9 +101,9 @@ def _primal_of(tr, y: str, var_t) -> ir.Lam:
 def _build(tr, e, args, g):
     n, f = args
     lam = lam_arg(f, "build", e, tr.algorithm)
-    g2, body = _body(tr, lam, g)
+    sub, g2, body = _body(tr, lam, g)
     nv, nd, y, i, w = (tr.fresh(s) for s in ("n", "nd", "y", "i", "w"))
-    each = lget(1, g2.lin_type, ir.App(ir.Get(2, 2, ir.App(V(y), V(i))), C("chadIndex", V(i), V(w))))
+    each = tr.embed(sub, g, lget(1, g2.lin_type, ir.App(ir.Get(2, 2, ir.App(V(y), V(i))), C("chadIndex", V(i), V(w)))))
     cot = ir.Lam(w, r2(e.type), C("chadSumBuild", V(nv), ir.Lam(i, n.type, each)))
     primal = ir.Call("build", tup(V(nv), _primal_of(tr, y, n.type)), span=e.span)
     return ir.Let((nv, nd), tr.term(n, g), ir.Let(y, body, tup(primal, cot)))
@@ -112,9 +112,9 @@ def _build(tr, e, args, g):
 def _sumbuild(tr, e, args, g):
     n, f = args
     lam = lam_arg(f, "sumbuild", e, tr.algorithm)
-    g2, body = _body(tr, lam, g)
+    sub, g2, body = _body(tr, lam, g)
     nv, nd, y, i, w = (tr.fresh(s) for s in ("n", "nd", "y", "i", "w"))
-    each = lget(1, g2.lin_type, ir.App(ir.Get(2, 2, ir.App(V(y), V(i))), V(w)))
+    each = tr.embed(sub, g, lget(1, g2.lin_type, ir.App(ir.Get(2, 2, ir.App(V(y), V(i))), V(w))))
     cot = ir.Lam(w, r2(e.type), C("chadSumBuild", V(nv), ir.Lam(i, n.type, each)))
     primal = ir.Call("sumbuild", tup(V(nv), _primal_of(tr, y, n.type)), span=e.span)
     return ir.Let((nv, nd), tr.term(n, g), ir.Let(y, body, tup(primal, cot)))
@@ -123,11 +123,11 @@ def _sumbuild(tr, e, args, g):
 def _fold(tr, e, args, g):
     f, acc0, xs = args
     lam = lam_arg(f, "fold", e, tr.algorithm)
-    _, body = _body(tr, lam, g)
+    sub, _, body = _body(tr, lam, g)
     a0, a0d, xv, xd, y, z, zd, w, r = (tr.fresh(s) for s in ("a0", "a0d", "xs", "xsd", "y", "z", "zd", "w", "r"))
-    rt = TTuple((tr.ctx(g), TTuple((r2(acc0.type), r2(xs.type)))))
+    rt = TTuple((tr.ctx(sub), TTuple((r2(acc0.type), r2(xs.type)))))
     inner = rt.elems[1]
-    cot = ir.Lam(w, r2(e.type), ir.Let(r, ir.App(V(zd), V(w)), plus(lget(1, rt, V(r)), plus(
+    cot = ir.Lam(w, r2(e.type), ir.Let(r, ir.App(V(zd), V(w)), plus(tr.embed(sub, g, lget(1, rt, V(r))), plus(
         ir.App(V(a0d), lget(1, inner, lget(2, rt, V(r)))), ir.App(V(xd), lget(2, inner, lget(2, rt, V(r))))))))
     loop = ir.Let((z, zd), C("chadFoldR", V(y), V(a0), V(xv)), tup(V(z), cot))
     return ir.Let((a0, a0d), tr.term(acc0, g), ir.Let((xv, xd), tr.term(xs, g), ir.Let(y, body, loop)))
@@ -136,11 +136,11 @@ def _fold(tr, e, args, g):
 def _ifold(tr, e, args, g):
     n, f, acc0 = args
     lam = lam_arg(f, "ifold", e, tr.algorithm)
-    _, body = _body(tr, lam, g)
+    sub, _, body = _body(tr, lam, g)
     nv, nd, a0, a0d, y, z, zd, w, r = (tr.fresh(s) for s in ("n", "nd", "a0", "a0d", "y", "z", "zd", "w", "r"))
-    rt = TTuple((tr.ctx(g), r2(acc0.type)))
+    rt = TTuple((tr.ctx(sub), r2(acc0.type)))
     cot = ir.Lam(w, r2(e.type), ir.Let(r, ir.App(V(zd), V(w)), plus(
-        lget(1, rt, V(r)), ir.App(V(a0d), lget(2, rt, V(r))))))
+        tr.embed(sub, g, lget(1, rt, V(r))), ir.App(V(a0d), lget(2, rt, V(r))))))
     loop = ir.Let((z, zd), C("chadIFoldR", V(nv), V(y), V(a0)), tup(V(z), cot))
     return ir.Let((nv, nd), tr.term(n, g), ir.Let((a0, a0d), tr.term(acc0, g), ir.Let(y, body, loop)))
 
