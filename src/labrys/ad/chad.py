@@ -54,10 +54,10 @@ def _eta_and_patterns(e: ir.Expr, fresh) -> ir.Expr:
             k = _LOOP_FUNCTION[x.func]
             f = x.arg.elems[k] if k < len(x.arg.elems) else None
             if f is not None and not isinstance(f, ir.Lam) and isinstance(f.type, TLam):
-                v = fresh("e")
+                v, h = fresh("e"), fresh("h")
                 elems = list(x.arg.elems)
-                elems[k] = ir.Lam(v, f.type.arg, ir.App(f, ir.Var(v, type=f.type.arg)))
-                return ir.Call(x.func, ir.Tuple(tuple(elems)), span=x.span)
+                elems[k] = ir.Lam(v, f.type.arg, ir.App(ir.Var(h), ir.Var(v)))
+                return ir.Let(h, f, ir.Call(x.func, ir.Tuple(tuple(elems)), span=x.span))
         if isinstance(x, ir.Call) and x.func == "map" and isinstance(x.arg, ir.Tuple) and len(x.arg.elems) == 2 \
                 and isinstance(x.arg.elems[0], ir.Lam) and getattr(x.arg.elems[1].type, "rank", 1) > 1:
             f, v = x.arg.elems  # the binder rule of §10 at any rank: build over the index tuple
