@@ -227,15 +227,16 @@ CORPUS = sorted((ROOT / "tests" / "corpus").glob("*/*.ks"))
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_corpus_agrees_with_finite_differences_and_every_algorithm(path):
-    checked = 0
+    """Every function some algorithm can check, chadfwd and chadrev check too, and agree."""
     for row in verify(labrys.load(path, backend="interp")):
-        cells = {alg: row.cells.get(alg) for alg in ("chadfwd", "chadrev", "agree")}
-        for alg, cell in cells.items():
-            if cell is None or cell.ok is None:
-                continue
-            assert cell.ok, f"{row.function} {alg}: {cell.text()}"
-            checked += alg != "agree"
-    assert checked or path.stem in ("higher_order",), f"nothing checked in {path.name}"
+        others = [c for alg, c in row.cells.items() if alg not in ("chadfwd", "chadrev", "agree")
+                  and c is not None and c.ok is not None]
+        for alg in ("chadfwd", "chadrev", "agree"):
+            cell = row.cells.get(alg)
+            if others and alg != "agree":
+                assert cell is not None and cell.ok is not None, f"{row.function} {alg}: {cell and cell.text()}"
+            if cell is not None and cell.ok is not None:
+                assert cell.ok, f"{row.function} {alg}: {cell.text()}"
 
 
 RANDOM = settings(max_examples=int(os.environ.get("LABRYS_EXAMPLES", 25)), deadline=None,
@@ -255,3 +256,130 @@ def test_random_first_order_programs(gen, data):
 def test_random_higher_order_programs(gen, data):
     """The whole language (closures, sums, recursion, map): against deltarev and dualfwd."""
     _check_random_program(gen, data, revs=("chadrev", "deltarev"), fwds=("chadfwd", "dualfwd"))
+
+
+# --- cost: the op meter (interp), as ratios -------------------------------------------------------
+
+COST = """
+(def sumsq Float (v : Vec Float) (sum (map (lam (x : Float) (mul x x)) v)))
+(def dot Float ((u : Vec Float) (v : Vec Float))
+  (sumbuild (size u) (lam (i : Integer) (mul (index i u) (index i v)))))
+(def matvec Float ((m : Vec (Vec Float)) (v : Vec Float))
+  (sum (build (size m) (lam (i : Integer)
+    (let (row (index i m)) (sumbuild (size v) (lam (j : Integer) (mul (index j row) (index j v)))))))))
+(def mapped_closure Float ((a : Float) (v : Vec Float))
+  (let (f (lam (x : Float) (mul a (sin x)))) (sum (map (lam (x : Float) (f x)) v))))
+(def fold_sumsq Float (v : Vec Float)
+  (fold (lam (acc_x : Tuple Float Float) (add (get$1$2 acc_x) (mul (get$2$2 acc_x) (get$2$2 acc_x)))) 0.0 v))
+"""
+
+
+def ops(fn, *args) -> int:
+    before = METER.ops
+    fn(*args)
+    return METER.ops - before
+
+
+def _cost_args(name, n, rng):
+    k = int(round(n ** 0.5))
+    return {"sumsq": lambda: (rng.normal(size=n),), "dot": lambda: (rng.normal(size=n), rng.normal(size=n)),
+            "matvec": lambda: (rng.normal(size=(k, k)), rng.normal(size=k)),
+            "mapped_closure": lambda: (0.7, rng.normal(size=n)), "fold_sumsq": lambda: (rng.normal(size=n),)}[name]()
+
+
+@pytest.mark.parametrize("name", ["sumsq", "dot", "matvec", "mapped_closure", "fold_sumsq"])
+def test_gradient_costs_a_constant_times_the_function(name):
+    """chadrev's gradient of f : R^n → R (and one chadfwd column) costs a constant times f:
+    the ratio is the same at n and 16 n (measured 5.5–16 on these; no guarantee in the paper)."""
+    m = labrys.load(COST, backend="interp")
+    rng = np.random.default_rng(3)
+    f = m.function(name)
+    ratios = {}
+    for alg in ("chadrev", "chadfwd"):
+        d = m.derive(alg, name)
+        for n in (64, 1024):
+            args = _cost_args(name, n, rng)
+            x = args[0] if len(args) == 1 else args
+            dx = tuple(np.ones_like(a) if isinstance(a, np.ndarray) else 1.0 for a in args)
+            extra = 1.0 if alg == "chadrev" else (dx[0] if len(args) == 1 else dx)
+            ratios[alg, n] = ops(d, x, extra) / ops(f, *args)
+        assert ratios[alg, 1024] == pytest.approx(ratios[alg, 64], rel=0.05), ratios
+        assert ratios[alg, 1024] < 20, ratios
+
+
+# --- deep programs (pitfall 12) --------------------------------------------------------------------
+
+CHAIN = """
+(def chain (Tuple Float Integer) ((y : Float) (n : Integer))
+  (if (eq n 0) (tuple y 0) (chain (mul y 1.0001) (sub n 1))))
+"""
+
+
+def test_deep_let_chain_and_recursion():
+    n = 10_000
+    text = "(def f Float (x0 : Float)\n" + "".join(f"(let (x{k + 1} (mul x{k} 1.0001))\n" for k in range(n)) \
+        + f"x{n}" + ")" * n + ")\n"
+    m = labrys.load(text, backend="interp")
+    assert m.derive("chadrev", "f")(2.0, 1.0) == pytest.approx(1.0001 ** n, rel=1e-9)
+    deep = labrys.load(CHAIN, backend="interp")
+    assert deep.derive("chadrev", "chain")((2.0, n), (1.0, ()))[0] == pytest.approx(1.0001 ** n, rel=1e-9)
+    assert deep.derive("chadfwd", "chain")((2.0, n), (1.0, ()))[0] == pytest.approx(1.0001 ** n, rel=1e-9)
+
+
+def test_a_long_map_and_fold():
+    m = labrys.load(COST, backend="interp")
+    v = np.linspace(-1.0, 1.0, 100_000)
+    np.testing.assert_allclose(labrys.grad(m.mapped_closure, method="chadrev", argnums=1)(0.5, v),
+                               0.5 * np.cos(v), rtol=1e-12)
+    np.testing.assert_allclose(labrys.grad(m.fold_sumsq, method="chadrev")(v), 2 * v, rtol=1e-12)
+
+
+# --- errors, access from every tool ------------------------------------------------------------------
+
+def test_function_typed_parameter_or_result_is_a_positioned_error(tmp_path):
+    path = tmp_path / "ho.ks"
+    path.write_text("(def apply Float ((f : Lam Float Float) (x : Float))\n  (f x))\n"
+                    "(def scaler (Lam Float Float) (a : Float)\n  (lam (x : Float) (mul a x)))\n")
+    m = labrys.load(path)
+    for alg in ("chadrev", "chadfwd"):
+        with pytest.raises(labrys.LabrysError, match=r"function-typed parameter .*Thm 8.3") as err:
+            m.derive(alg, "apply")
+        assert f"{path}:1:1: error" in str(err.value)
+        with pytest.raises(labrys.LabrysError, match=r"function-typed result"):
+            m.derive(alg, "scaler")
+
+
+PROGRAM = """
+(def f Float ((x : Float) (v : Vec Float)) (mul (sin x) (sum (map (lam (e : Float) (mul e x)) v))))
+(gdef chadrev [f (Tuple Float (Vec Float))])
+(gdef chadfwd [f (Tuple Float (Vec Float))])
+(def g Float (x : Float) (get$1$2 ([chadrev f] (tuple x (Vec_init 1.0 2.0)) 1.0)))
+"""
+
+
+@pytest.mark.parametrize("backend", ["interp", "python", "compiled"])
+def test_every_backend_and_the_api(backend):
+    m = labrys.load(PROGRAM, backend=backend)
+    x, v = 0.4, np.array([1.0, 2.0])
+    dx, dv = labrys.grad(m.f, method="chadrev")(x, v)
+    assert dx == pytest.approx(3 * (math.cos(x) * x + math.sin(x)), rel=1e-12)
+    np.testing.assert_allclose(dv, math.sin(x) * x * np.ones(2), rtol=1e-12)
+    assert m.g(x) == pytest.approx(dx, rel=1e-12)
+    _, t = labrys.jvp(m.f, (x, v), (1.0, np.zeros(2)), method="chadfwd")
+    assert t == pytest.approx(dx, rel=1e-12)
+    value, back = labrys.vjp(m.f, x, v, method="chadrev")
+    assert value == pytest.approx(m.f(x, v)) and back(1.0)[0] == pytest.approx(dx, rel=1e-12)
+
+
+def test_cli_show_stages_and_algorithms(tmp_path, capsys):
+    from labrys.cli.main import main
+    path = tmp_path / "p.ks"
+    path.write_text(PAPER)
+    assert main(["show", str(path), "fig2b", "--deriv", "chadrev", "--stages"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("Literal λs") < out.index("(def [chadR fig2b]") < out.index("(def [chadrev fig2b]")
+    assert "chadCopowFold" in out
+    assert main(["algorithms"]) == 0
+    listing = capsys.readouterr().out
+    assert "chadrev" in listing and "chadfwd" in listing
+    assert main(["verify", str(path), "fig1b"]) == 0
