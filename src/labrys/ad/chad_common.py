@@ -127,6 +127,8 @@ class ChadBase:
         """The weakening's transpose: u : R2 Γ̄' as an R2 Γ̄ with zeros elsewhere."""
         if sub is g:
             return u
+        if sub is None:  # the body uses nothing from Γ̄ (and its cotangent is unit)
+            return zero(context(g))
         parts, node, cur = {}, sub, u
         if not is_zero(u):
             name = self.fresh("w")
