@@ -34,6 +34,7 @@ from ..types.primitives import Primitive, lookup
 from ..types.tangent import tangent_type
 from ..util.deep import deep
 from . import chad_fwd, chad_loops, chad_rev, chad_runtime, dual_numbers  # noqa: F401  (the run-time primitives)
+from .chad_lint import lint_linearity
 from .pipeline import ORIGINAL, Pass, Work
 from .scalarise import scalarise
 
@@ -83,13 +84,15 @@ def prepare(d: ir.Def, work: Work) -> ir.Def:
 
 def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
     def translate(d: ir.Def, work: Work) -> ir.Def:
-        return module.translate_def(d, work.functions, work.fresh)
+        out, linear = module.translate_def(d, work.functions, work.fresh)
+        lint_linearity(out, linear)  # Fig. 5, on every translation
+        return out
 
     name = f"[{module.TRANSLATION} f]"
     return (Pass("prepare", "Literal λs, map as build, binders renamed apart", prepare),
             Pass("scalarise", "Vector arithmetic as build, index and ifold",
                  lambda d, work: scalarise(d, work.fresh, work.functions)),
-            Pass("translate", f"{what}: {name}", translate))
+            Pass("translate", f"{what}: {name} (linearity checked)", translate))
 
 
 def require_first_order(d: ir.Def, algorithm: str) -> None:

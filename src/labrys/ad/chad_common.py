@@ -65,6 +65,7 @@ class ChadBase:
     def __init__(self, functions: Functions, fresh: FreshNames, lin) -> None:
         self.functions, self.fresh, self.lin = functions, fresh, lin
         self._fv: dict[int, tuple] = {}
+        self.linear: set[str] = set()   # binders of the linear λs made (for the linearity lint)
 
     def scope(self, g: Context | None, body: ir.Expr, x: str | None = None, t: Type | None = None):
         """(Γ̄', Γ̄',x): the context a binder's body is translated in (Note [Restricted contexts])."""

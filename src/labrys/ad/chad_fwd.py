@@ -16,6 +16,8 @@ from ..ir import nodes as ir
 from ..ir.build import C, V, tup
 from ..ir.names import DerivedName, erase_types
 from ..ir.types import FLOAT, TLam, TSum, TTuple
+from ..opt.simplify import simplify
+from ..types.checker import check_expr
 from ..types.primitives import lookup
 from ..types.tangent import is_constant_tangent
 from ..util.deep import deep
@@ -34,6 +36,7 @@ class Fwd(ChadBase):
     def tan(self, g: Context | None, body) -> ir.Lam:
         """``lin v -> body(v)`` with v : F2 Γ."""
         v = self.fresh("v")
+        self.linear.add(v)
         return ir.Lam(v, self.ctx(g), body(V(v)))
 
     def proj(self, g: Context, x: str, v: ir.Expr) -> ir.Expr:
@@ -118,6 +121,7 @@ class Fwd(ChadBase):
         """Fwd[Γ] (\\x -> t): the derivative in the argument, and in the context (a power)."""
         sub, g2 = self.scope(g, body, x, a)
         y, x2, x3, z, zd, u = (self.fresh(s) for s in ("y", x, x, "z", "zd", "u"))
+        self.linear.add(u)
         arg_tan = ir.Lam(u, f2(a), ir.App(V(zd), tup(zero(self.ctx(sub)), V(u))))
         primal = ir.Lam(x2, f1(a), ir.Let((z, zd), ir.App(V(y), V(x2)), tup(V(z), arg_tan)))
         power = self.tan(g, lambda v: ir.Lam(x3, f1(a), ir.App(ir.Get(2, 2, ir.App(V(y), V(x3))),
@@ -137,7 +141,7 @@ class Fwd(ChadBase):
         if name in LOOPS:
             return LOOPS[name](self, e, args, g)
         names = [(self.fresh("x"), self.fresh("xd")) for _ in args]
-        xs = [V(x) for x, _ in names]
+        xs = [a if isinstance(a, ir.Const) else V(x) for (x, _), a in zip(names, args)]  # literals stay known
         call = ir.Call(e.func, xs[0] if len(xs) == 1 and not isinstance(e.arg, ir.Tuple) else tup(*xs),
                        span=e.span)
 
@@ -165,7 +169,8 @@ class Fwd(ChadBase):
         def tangent(v):
             ds = [self.fresh("dx") if a == FLOAT else None for a in arg_types]
             dargs = tuple(V(d) if d else ir.Tuple(()) for d in ds)
-            out = prim.rules["fwd"](tuple(xs), dargs, arg_types, V(y))
+            env = {x: a for (x, _), a in zip(names, arg_types)} | {d: FLOAT for d in ds if d} | {y: e.type}
+            out = simplify(check_expr(prim.rules["fwd"](tuple(xs), dargs, arg_types, V(y)), self.functions, env))
             for d, (_, xd) in reversed(list(zip(ds, names))):
                 if d:
                     out = ir.Let(d, ir.App(V(xd), v), out)
@@ -235,4 +240,6 @@ def translate_def(d: ir.Def, functions, fresh) -> ir.Def:
     body = ir.Let((z, zd), tr.term(d.body, g), tup(V(z), ir.Lam(dx, ds, ir.App(V(zd), snoc))))
     params = tuple(ir.Param(p.name, f1(p.type), span=p.span) for p in d.params)
     ret = TTuple((f1(d.ret), TLam(ds, f2(d.ret))))
-    return ir.Def(DerivedName(TRANSLATION, erase_types(d.name)), ret, params, body, span=d.span)
+    tr.linear.add(dx)
+    out = ir.Def(DerivedName(TRANSLATION, erase_types(d.name)), ret, params, body, span=d.span)
+    return out, tr.linear

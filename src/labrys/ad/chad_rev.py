@@ -34,6 +34,7 @@ class Rev(ChadBase):
     def back(self, t, body) -> ir.Lam:
         """``lin v -> body(v)`` with v : R2 t."""
         v = self.fresh("v")
+        self.linear.add(v)
         return ir.Lam(v, r2(t), body(V(v)))
 
     def coproj(self, g: Context, x: str, v: ir.Expr) -> ir.Expr:
@@ -206,4 +207,5 @@ def translate_def(d: ir.Def, functions, fresh) -> ir.Def:
     body = ir.Let((z, zd), tr.term(d.body, g), tup(V(z), cot))
     params = tuple(ir.Param(p.name, r1(p.type), span=p.span) for p in d.params)
     ret = TTuple((r1(d.ret), TLam(r2(d.ret), r2(d.arg_type))))
-    return ir.Def(DerivedName(TRANSLATION, erase_types(d.name)), ret, params, body, span=d.span)
+    out = ir.Def(DerivedName(TRANSLATION, erase_types(d.name)), ret, params, body, span=d.span)
+    return out, tr.linear

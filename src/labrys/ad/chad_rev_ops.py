@@ -16,9 +16,11 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir.build import C, V, tup
 from ..ir.types import FLOAT, INTEGER, TTuple
+from ..opt.simplify import simplify
+from ..types.checker import check_expr
 from ..types.primitives import lookup
 from ..types.tangent import is_constant_tangent
-from .chad_common import args_of_call, lam_arg, lget, plus, zero
+from .chad_common import args_of_call, is_zero, lam_arg, lget, plus, zero
 from .chad_types import r1, r2
 
 
@@ -45,7 +47,7 @@ def primitive_rule(tr, e: ir.Call, g) -> ir.Expr:
     if name in LOOPS:
         return LOOPS[name](tr, e, args, g)
     names, wrap = bind_args(tr, args, g)
-    xs = [V(x) for x, _ in names]
+    xs = [a if isinstance(a, ir.Const) else V(x) for (x, _), a in zip(names, args)]  # literals stay known
     if prim.nondiff or is_constant_tangent(e.type):
         return wrap(tup(_call(e, xs), tr.back(e.type, lambda v: zero(ctx))))
     if name == "index":
@@ -72,12 +74,14 @@ def primitive_rule(tr, e: ir.Call, g) -> ir.Expr:
 
     def cot(v):
         cots = prim.rules["rev"](tuple(xs), v, arg_types, V(y))
+        env = {x: a for (x, _), a in zip(names, arg_types)} | {v.name: FLOAT, y: e.type}
         out, binds = zero(ctx), []
         for k, ((_, xd), a) in enumerate(zip(names, arg_types)):
             if a == FLOAT:
-                uk = f"{u}_{k + 1}"
-                binds.append((uk, cots[k]))
-                out = plus(out, ir.App(V(xd), V(uk)))
+                uk, cot_k = f"{u}_{k + 1}", simplify(check_expr(cots[k], tr.functions, env))  # as the others do
+                if not is_zero(cot_k):
+                    binds.append((uk, cot_k))
+                    out = plus(out, ir.App(V(xd), V(uk)))
         for b, rhs in reversed(binds):
             out = ir.Let(b, rhs, out)
         return out
@@ -103,6 +107,7 @@ def _build(tr, e, args, g):
     lam = lam_arg(f, "build", e, tr.algorithm)
     sub, g2, body = _body(tr, lam, g)
     nv, nd, y, i, w = (tr.fresh(s) for s in ("n", "nd", "y", "i", "w"))
+    tr.linear.add(w)
     each = tr.embed(sub, g, lget(1, g2.lin_type, ir.App(ir.Get(2, 2, ir.App(V(y), V(i))), C("chadIndex", V(i), V(w)))))
     cot = ir.Lam(w, r2(e.type), C("chadSumBuild", V(nv), ir.Lam(i, n.type, each)))
     primal = ir.Call("build", tup(V(nv), _primal_of(tr, y, n.type)), span=e.span)
@@ -114,6 +119,7 @@ def _sumbuild(tr, e, args, g):
     lam = lam_arg(f, "sumbuild", e, tr.algorithm)
     sub, g2, body = _body(tr, lam, g)
     nv, nd, y, i, w = (tr.fresh(s) for s in ("n", "nd", "y", "i", "w"))
+    tr.linear.add(w)
     each = tr.embed(sub, g, lget(1, g2.lin_type, ir.App(ir.Get(2, 2, ir.App(V(y), V(i))), V(w))))
     cot = ir.Lam(w, r2(e.type), C("chadSumBuild", V(nv), ir.Lam(i, n.type, each)))
     primal = ir.Call("sumbuild", tup(V(nv), _primal_of(tr, y, n.type)), span=e.span)
@@ -125,6 +131,7 @@ def _fold(tr, e, args, g):
     lam = lam_arg(f, "fold", e, tr.algorithm)
     sub, _, body = _body(tr, lam, g)
     a0, a0d, xv, xd, y, z, zd, w, r = (tr.fresh(s) for s in ("a0", "a0d", "xs", "xsd", "y", "z", "zd", "w", "r"))
+    tr.linear.add(w)
     rt = TTuple((tr.ctx(sub), TTuple((r2(acc0.type), r2(xs.type)))))
     inner = rt.elems[1]
     cot = ir.Lam(w, r2(e.type), ir.Let(r, ir.App(V(zd), V(w)), plus(tr.embed(sub, g, lget(1, rt, V(r))), plus(
@@ -138,6 +145,7 @@ def _ifold(tr, e, args, g):
     lam = lam_arg(f, "ifold", e, tr.algorithm)
     sub, _, body = _body(tr, lam, g)
     nv, nd, a0, a0d, y, z, zd, w, r = (tr.fresh(s) for s in ("n", "nd", "a0", "a0d", "y", "z", "zd", "w", "r"))
+    tr.linear.add(w)
     rt = TTuple((tr.ctx(sub), r2(acc0.type)))
     cot = ir.Lam(w, r2(e.type), ir.Let(r, ir.App(V(zd), V(w)), plus(
         tr.embed(sub, g, lget(1, rt, V(r))), ir.App(V(a0d), lget(2, rt, V(r))))))
