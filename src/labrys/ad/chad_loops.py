@@ -12,7 +12,7 @@ The primal loop keeps each step's (co)tangent map; the reverse loop runs them
 newest first, adding the context cotangents and handing the accumulator's on;
 the forward loop runs them oldest first.  ``chadDense x w`` (the wrapper's last
 step) replaces every symbolic zero in the cotangent ``w`` by a real zero shaped
-like the primal ``x``.
+like the primal ``x``; ``chadZip``/``chadUnzip`` are unzip's transpose and tangent.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import numpy as np
 from ..ir.types import FLOAT, INTEGER, UNIT, TLam, TSum, TTensor, TTuple, Type
 from ..types.primitives import args_of, primitive, spread
 from ..types.tangent import tangent_type
-from ..values import Inj, Sparse, dense, make_vec, zero_tangent_of
+from ..values import Inj, Sparse, dense, make_vec, numel, zero_tangent_of
 from .chad_runtime import ZERO, plus_fn, zero_of
 
 
@@ -236,3 +236,60 @@ def _dense_type(t: Type) -> Type | None:
 primitive("chadDense", _dense_type, lambda t: spread(lambda x, w: densify(x, w, t.elems[0])),
           "(chadDense x w): the cotangent w of x with every symbolic zero of CHAD materialised.",
           cost=lambda r, a: 1, nondiff=True)
+
+
+# --- unzip's (co)tangents ------------------------------------------------------------------
+
+
+def _zip_type(t: Type) -> Type | None:
+    if isinstance(t, TTuple) and len(t.elems) == 2 and all(isinstance(e, TTensor) and e.rank == 1
+                                                           for e in t.elems):
+        return TTensor(1, TTuple((t.elems[0].elem, t.elems[1].elem)))
+    return None
+
+
+def _zip_impl(t: Type):
+    za, zb = zero_of(t.elems[0].elem), zero_of(t.elems[1].elem)
+    out_t = TTuple((t.elems[0].elem, t.elems[1].elem))
+
+    def zip_(w):
+        if w is ZERO:
+            return ZERO
+        a, b = w
+        if a is ZERO and b is ZERO:
+            return ZERO
+        a = None if a is ZERO else [_scalar(x) for x in dense(a).flat]
+        b = None if b is ZERO else [_scalar(x) for x in dense(b).flat]
+        n = len(a if a is not None else b)
+        return make_vec(out_t, [(za if a is None else a[k], zb if b is None else b[k]) for k in range(n)])
+    return zip_
+
+
+def _scalar(x: Any) -> Any:
+    return float(x) if isinstance(x, np.floating) else x
+
+
+primitive("chadZip", _zip_type, _zip_impl, "(chadZip w): a pair of cotangent vectors as a vector of pairs "
+          "(unzip transposed).", cost=lambda r, a: 1 if r is ZERO else numel(r), nondiff=True)
+
+
+def _unzip_type(t: Type) -> Type | None:
+    if isinstance(t, TTensor) and t.rank == 1 and isinstance(t.elem, TTuple) and len(t.elem.elems) == 2:
+        return TTuple(tuple(TTensor(1, e) for e in t.elem.elems))
+    return None
+
+
+def _unzip_impl(t: Type):
+    a_t, b_t = t.elem.elems
+    za, zb = zero_of(a_t), zero_of(b_t)
+
+    def unzip(v):
+        if v is ZERO:
+            return ZERO
+        items = [(za, zb) if x is ZERO else x for x in dense(v).flat]
+        return make_vec(a_t, [x[0] for x in items]), make_vec(b_t, [x[1] for x in items])
+    return unzip
+
+
+primitive("chadUnzip", _unzip_type, _unzip_impl, "(chadUnzip v): unzip of a tangent vector of pairs (0 for 0).",
+          cost=lambda r, a: 1 if a is ZERO else numel(a), nondiff=True)
