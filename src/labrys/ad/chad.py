@@ -36,6 +36,7 @@ from ..types.primitives import Primitive, lookup
 from ..types.tangent import tangent_type
 from ..util.deep import deep
 from . import chad_fwd, chad_loops, chad_rev, chad_runtime, dual_numbers  # noqa: F401  (the run-time primitives)
+from .chad_common import name_applied_functions
 from .chad_lint import lint_linearity
 from .pipeline import ORIGINAL, Pass, Work
 from .scalarise import scalarise
@@ -104,7 +105,7 @@ def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
         with _no_gc_pauses():
             out, linear = module.translate_def(d, work.functions, work.fresh)
         lint_linearity(out, linear)  # Fig. 5, on every translation
-        return out
+        return _with_body(out, name_applied_functions(out.body, work.fresh))
 
     name = f"[{module.TRANSLATION} f]"
     return (Pass("prepare", "Literal λs, map as build, binders renamed apart", prepare),
@@ -123,24 +124,24 @@ def require_first_order(d: ir.Def, algorithm: str) -> None:
 
 
 def rev_wrapper(d: ir.Def, work: Work) -> ir.Def:
-    """(def [chadrev f] dS ((x : S) (dt : dT)) (chadDense x ((get$2$2 ([chadR f] x)) dt)))"""
+    """(def [chadrev f] dS ((x : S) (dt : dT)) (let ((p ([chadR f] x)) (back (get$2$2 p))) (chadDense x (back dt))))"""
     require_first_order(d, "chadrev")
     base = erase_types(d.name)
-    p = work.fresh("p")
-    back = ir.App(ir.Get(2, 2, V(p)), V("dt"))
-    body = ir.Let(p, ir.Call(DerivedName(chad_rev.TRANSLATION, base), V("x")), C("chadDense", V("x"), back))
+    p = "p"  # a fixed name: the wrapper is the same whether or not the stages were shown
+    back = ir.Let("back", ir.Get(2, 2, V(p)), C("chadDense", V("x"), ir.App(V("back"), V("dt"))))
+    body = ir.Let(p, ir.Call(DerivedName(chad_rev.TRANSLATION, base), V("x")), back)
     params = (ir.Param("x", d.arg_type), ir.Param("dt", tangent_type(d.ret)))
     return ir.Def(DerivedName("chadrev", base), tangent_type(d.arg_type), params, body, span=d.span)
 
 
 def fwd_wrapper(d: ir.Def, work: Work) -> ir.Def:
-    """(def [chadfwd f] dT ((x : S) (dx : dS)) (let (p ([chadF f] x)) (chadDense (get$1$2 p) ((get$2$2 p) dx))))"""
+    """(def [chadfwd f] dT ((x : S) (dx : dS))
+         (let ((p ([chadF f] x)) (tan (get$2$2 p))) (chadDense (get$1$2 p) (tan dx))))"""
     require_first_order(d, "chadfwd")
     base = erase_types(d.name)
-    p = work.fresh("p")
-    tangent = ir.App(ir.Get(2, 2, V(p)), V("dx"))
-    body = ir.Let(p, ir.Call(DerivedName(chad_fwd.TRANSLATION, base), V("x")),
-                  C("chadDense", ir.Get(1, 2, V(p)), tangent))
+    p = "p"  # a fixed name: the wrapper is the same whether or not the stages were shown
+    tangent = ir.Let("tan", ir.Get(2, 2, V(p)), C("chadDense", ir.Get(1, 2, V(p)), ir.App(V("tan"), V("dx"))))
+    body = ir.Let(p, ir.Call(DerivedName(chad_fwd.TRANSLATION, base), V("x")), tangent)
     params = (ir.Param("x", d.arg_type), ir.Param("dx", tangent_type(d.arg_type)))
     return ir.Def(DerivedName("chadfwd", base), tangent_type(d.ret), params, body, span=d.span)
 

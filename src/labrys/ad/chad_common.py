@@ -17,9 +17,10 @@ from __future__ import annotations
 from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.build import C, V
-from ..ir.traverse import FreshNames, children
+from ..ir.traverse import FreshNames, children, map_bottom_up
 from ..ir.types import FLOAT, UNIT, TTuple, Type
 from ..types.checker import Functions
+from ..util.deep import deep
 from .chad_types import Context, context, extend
 
 
@@ -167,6 +168,19 @@ class ChadBase:
         """``let <x, x'> = rhs in body(x, x')`` with fresh x, x' (body gets the names)."""
         x, xd = self.fresh(base), self.fresh(base + "d")
         return ir.Let((x, xd), rhs, body(x, xd))
+
+
+@deep
+def name_applied_functions(e: ir.Expr, fresh: FreshNames) -> ir.Expr:
+    """Every application of a function that is not a variable, ``(f a)`` with f compound,
+    as ``(let (h f) (h a))``: `.ks` calls only named functions, so the printed code reads
+    back (the rules apply projections of pairs, ``(snd (y x)) • w``, directly)."""
+    def name(x: ir.Expr) -> ir.Expr:
+        if isinstance(x, ir.App) and not isinstance(x.func, ir.Var):
+            h = fresh("h")
+            return ir.Let(h, x.func, ir.App(ir.Var(h), x.arg, span=x.span), span=x.span)
+        return x
+    return map_bottom_up(e, name)
 
 
 def _nodes(g: Context | None) -> list[Context]:
