@@ -220,7 +220,11 @@ NOT_COMPILED = {  # what still runs on the python backend (docs/backends.md), to
     "lmOne", "lmScale", "lmSumBuild", "lmTranspose", "lmVCat", "lmVCatV", "lmZero", "matvec_T", "nTimes", "oplus",
     "otimes",
     "outer", "pr", "print", "rfold", "setAt", "shape", "unzip", "zeroS", "buildFromSparse", "buildFromSparseTupled",
-    "dotv", "mul$Mat$Vec"}
+    "dotv", "mul$Mat$Vec",
+    # CHAD's linear layer (closures, append-tree copowers, symbolic zeros): python backend
+    "chadZero", "chadPlus", "chadOpen", "chadLeft", "chadRight", "chadApp", "chadIndex", "chadOneHot",
+    "chadSumVec", "chadSumBuild", "chadCopow", "chadCopowFold", "chadFoldR", "chadIFoldR", "chadFoldF",
+    "chadIFoldF", "chadDense", "chadZip", "chadUnzip"}
 
 
 def test_every_primitive_is_classified_for_every_algorithm():

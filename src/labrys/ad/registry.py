@@ -28,7 +28,7 @@ from ..ir import nodes as ir
 from ..ir.types import Type
 from ..types.checker import Functions, Signature, check_def
 from ..types.primitives import Primitive
-from . import deltarev, deltarev1, deltarev2, dual_numbers, dualfwd, knossos, shape, split
+from . import chad, chad_types, deltarev, deltarev1, deltarev2, dual_numbers, dualfwd, knossos, shape, split
 from .derivation import (
     ELLIS,
     FIRST_ORDER,
@@ -169,10 +169,18 @@ REGISTRY = Registry((
           ("dualrev", "no cotangent array: Contrib data", "§9.1–9.2"),
           ("dualrevtape", "Contribs written to a tape in the forward pass", "§9.3"))),
     # Vákár & Smeding: CHAD (C1, C2)
-    Derivation("chadfwd", "combinatory homomorphic AD, forward mode", "CHAD", VAKAR, "§4–§7", FWD,
-               WHOLE_LANGUAGE, knossos.fwd_signature),
-    Derivation("chadrev", "combinatory homomorphic AD, reverse mode", "CHAD", VAKAR, "§4–§7", REV,
-               WHOLE_LANGUAGE, knossos.rev_signature),
+    Derivation("chadfwd", "combinatory homomorphic AD, forward mode", "CHAD", VAKAR, "§4–§7, §10", FWD,
+               WHOLE_LANGUAGE, knossos.fwd_signature, chad.FWD_PIPELINE, compiled=False, treats=chad.treats,
+               runtime="CHAD's linear layer"),
+    Derivation("chadrev", "combinatory homomorphic AD, reverse mode", "CHAD", VAKAR, "§4–§7, §10", REV,
+               WHOLE_LANGUAGE, knossos.rev_signature, chad.REV_PIPELINE, compiled=False, treats=chad.treats,
+               runtime="CHAD's linear layer"),
+    Derivation("chadF", "chadfwd's translation Fwd[f]", "CHAD", VAKAR, "§7.4", TRANSLATION, WHOLE_LANGUAGE,
+               chad_types.fwd_translation_signature, chad.FWD_TRANSLATION, compiled=False, internal=True,
+               treats=chad.treats),
+    Derivation("chadR", "chadrev's translation Rev[f]", "CHAD", VAKAR, "§7.5", TRANSLATION, WHOLE_LANGUAGE,
+               chad_types.rev_translation_signature, chad.REV_TRANSLATION, compiled=False, internal=True,
+               treats=chad.treats),
 ))
 
 

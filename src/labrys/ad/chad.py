@@ -1,0 +1,162 @@
+"""CHAD — combinatory homomorphic automatic differentiation (Vákár & Smeding, CHAD:
+combinatory homomorphic automatic differentiation, §2, §7, §9, §10): the
+pipelines of ``[chadF f]``/``[chadR f]`` (the translations, one per def, called
+by every caller) and of the user-facing wrappers (guide §7):
+
+    [chadfwd f] (x, dx) = snd ([chadF f] x) • dx         : (S, dS) → dT
+    [chadrev f] (x, dt) = snd ([chadR f] x) • dt         : (S, dT) → dS
+
+for first-order S and T (Thm 8.3; a function-typed parameter or result is a
+positioned error).  Higher-order values, sums and recursion are fine *inside* f.
+The forward translation runs the primal fully before the tangent (§11.1).
+
+Before translating, the def is prepared as the dual-number algorithms prepare
+theirs: a ``map``/``build``/``fold`` whose function is not a literal λ is
+eta-expanded (so its call goes through the application rule and makes a
+copower, as in the paper's Fig. 2), tuple patterns are taken apart, ``map``
+over a vector becomes a ``build`` of ``index`` (the binder rule of §10),
+binders are renamed apart (``idx(x; Γ̄)`` must be unambiguous, pitfall 2) and
+vector arithmetic is reduced to build/index/ifold (:mod:`.scalarise`).
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+from dataclasses import replace
+
+from ..errors import LabrysError
+from ..ir import nodes as ir
+from ..ir.build import C, V, index_type
+from ..ir.names import DerivedName, erase_types
+from ..ir.traverse import map_bottom_up
+from ..ir.types import TLam, has_function
+from ..opt.anf import desugar_for_ad, rename_apart, spread_arguments
+from ..types.checker import check_def
+from ..types.primitives import Primitive, lookup
+from ..types.tangent import tangent_type
+from ..util.deep import deep
+from . import chad_fwd, chad_loops, chad_rev, chad_runtime, dual_numbers  # noqa: F401  (the run-time primitives)
+from .chad_common import name_applied_functions
+from .chad_lint import lint_linearity
+from .pipeline import ORIGINAL, Pass, Work
+from .scalarise import scalarise
+
+_LOOP_FUNCTION = {"map": 0, "build": 1, "sumbuild": 1, "fold": 0, "ifold": 1}
+
+
+def _with_body(d: ir.Def, body: ir.Expr) -> ir.Def:
+    return ir.Def(d.name, d.ret, d.params, body, span=d.span)
+
+
+@deep
+def _eta_and_patterns(e: ir.Expr, fresh) -> ir.Expr:
+    """Literal λs for loops (eta-expansion) and lets with tuple patterns taken apart;
+    e is typed, the result is re-checked."""
+    def rewrite(x: ir.Expr) -> ir.Expr:
+        if isinstance(x, ir.Call) and x.func in _LOOP_FUNCTION and isinstance(x.arg, ir.Tuple) \
+                and lookup(x.func) is not None:
+            k = _LOOP_FUNCTION[x.func]
+            f = x.arg.elems[k] if k < len(x.arg.elems) else None
+            if f is not None and not isinstance(f, ir.Lam) and isinstance(f.type, TLam):
+                v, h = fresh("e"), fresh("h")
+                elems = list(x.arg.elems)
+                elems[k] = ir.Lam(v, f.type.arg, ir.App(ir.Var(h), ir.Var(v)))
+                return ir.Let(h, f, ir.Call(x.func, ir.Tuple(tuple(elems)), span=x.span))
+        if isinstance(x, ir.Call) and x.func == "map" and isinstance(x.arg, ir.Tuple) and len(x.arg.elems) == 2 \
+                and isinstance(x.arg.elems[0], ir.Lam) and getattr(x.arg.elems[1].type, "rank", 1) > 1:
+            f, v = x.arg.elems  # the binder rule of §10 at any rank: build over the index tuple
+            i, vs = fresh("i"), fresh("v")
+            body = ir.Let(f.var, C("index", ir.Var(i), ir.Var(vs)), f.body)
+            return ir.Let(vs, v, C("build", C("size", ir.Var(vs)), ir.Lam(i, index_type(v.type), body)))
+        if isinstance(x, ir.Let) and not isinstance(x.binder, str):
+            t = fresh("t")
+            body = x.body
+            n = len(x.binder)
+            for k in range(n - 1, -1, -1):
+                body = ir.Let(x.binder[k], ir.Get(k + 1, n, ir.Var(t)), body)
+            return ir.Let(t, x.rhs, body, span=x.span)
+        return x
+    return map_bottom_up(e, rewrite)
+
+
+def prepare(d: ir.Def, work: Work) -> ir.Def:
+    d = check_def(_with_body(d, _eta_and_patterns(d.body, work.fresh)), work.functions)
+    d = check_def(_with_body(d, desugar_for_ad(d.body, work.fresh)), work.functions)
+    return _with_body(d, rename_apart(spread_arguments(d.body, work.fresh), work.fresh))
+
+
+@contextlib.contextmanager
+def _no_gc_pauses():
+    """Note [Allocation-heavy translation]: the translation allocates several IR nodes per
+    source node and frees none; with the cyclic collector on, its full collections walk
+    every live node again and again, which made a 10⁴-let chain take several times longer.
+    Nothing it allocates is cyclic garbage, so the collector is paused while it runs."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
+    def translate(d: ir.Def, work: Work) -> ir.Def:
+        with _no_gc_pauses():
+            out, linear = module.translate_def(d, work.functions, work.fresh)
+        lint_linearity(out, linear)  # Fig. 5, on every translation
+        return _with_body(out, name_applied_functions(out.body, work.fresh))
+
+    name = f"[{module.TRANSLATION} f]"
+    return (Pass("prepare", "Literal λs, map as build, binders renamed apart", prepare),
+            Pass("scalarise", "Vector arithmetic as build, index and ifold",
+                 lambda d, work: scalarise(d, work.fresh, work.functions)),
+            Pass("translate", f"{what}: {name} (linearity checked)", translate))
+
+
+def require_first_order(d: ir.Def, algorithm: str) -> None:
+    """Thm 8.3: the parameters and the result of f are first-order."""
+    for what, t in (("parameter", d.arg_type), ("result", d.ret)):
+        if has_function(t):
+            raise LabrysError(f"{algorithm} of a function with a function-typed {what} ({t}) is out of scope "
+                              "(Vákár & Smeding, CHAD, Thm 8.3: the derivative is correct for first-order "
+                              "inputs and outputs); differentiate a first-order caller of it", d.span)
+
+
+def rev_wrapper(d: ir.Def, work: Work) -> ir.Def:
+    """(def [chadrev f] dS ((x : S) (dt : dT)) (let ((p ([chadR f] x)) (back (get$2$2 p))) (chadDense x (back dt))))"""
+    require_first_order(d, "chadrev")
+    base = erase_types(d.name)
+    p = "p"  # a fixed name: the wrapper is the same whether or not the stages were shown
+    back = ir.Let("back", ir.Get(2, 2, V(p)), C("chadDense", V("x"), ir.App(V("back"), V("dt"))))
+    body = ir.Let(p, ir.Call(DerivedName(chad_rev.TRANSLATION, base), V("x")), back)
+    params = (ir.Param("x", d.arg_type), ir.Param("dt", tangent_type(d.ret)))
+    return ir.Def(DerivedName("chadrev", base), tangent_type(d.arg_type), params, body, span=d.span)
+
+
+def fwd_wrapper(d: ir.Def, work: Work) -> ir.Def:
+    """(def [chadfwd f] dT ((x : S) (dx : dS))
+         (let ((p ([chadF f] x)) (tan (get$2$2 p))) (chadDense (get$1$2 p) (tan dx))))"""
+    require_first_order(d, "chadfwd")
+    base = erase_types(d.name)
+    p = "p"  # a fixed name: the wrapper is the same whether or not the stages were shown
+    tangent = ir.Let("tan", ir.Get(2, 2, V(p)), C("chadDense", ir.Get(1, 2, V(p)), ir.App(V("tan"), V("dx"))))
+    body = ir.Let(p, ir.Call(DerivedName(chad_fwd.TRANSLATION, base), V("x")), tangent)
+    params = (ir.Param("x", d.arg_type), ir.Param("dx", tangent_type(d.arg_type)))
+    return ir.Def(DerivedName("chadfwd", base), tangent_type(d.ret), params, body, span=d.span)
+
+
+REV_TRANSLATION = translation_pipeline(chad_rev, "Reverse CHAD, Rev[Γ] (§7.5)")
+FWD_TRANSLATION = translation_pipeline(chad_fwd, "Forward CHAD, Fwd[Γ] (§7.4)")
+REV_PIPELINE = (*(replace(p, view=True) for p in REV_TRANSLATION),
+                Pass("wrapper", "The wrapper [chadrev f] (Thm 8.3)", rev_wrapper, source=ORIGINAL))
+FWD_PIPELINE = (*(replace(p, view=True) for p in FWD_TRANSLATION),
+                Pass("wrapper", "The wrapper [chadfwd f] (Thm 8.3)", fwd_wrapper, source=ORIGINAL))
+
+
+def treats(prim: Primitive) -> str:
+    """How CHAD treats a call of ``prim`` (registry.coverage)."""
+    from .chad_rev_ops import LOOPS
+    if prim.name in LOOPS or prim.name in ("index", "constVec", "Vec_init", "map", "unzip"):
+        return "own rule"
+    return dual_numbers.treats(prim)  # the same preparation (scalarise) reaches the same primitives
