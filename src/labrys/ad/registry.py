@@ -121,6 +121,33 @@ def _translation(module, summary: str, where: str, **more) -> Derivation:
                     module.TRANSLATION, internal=True, **more)
 
 
+def _smeding_stages() -> tuple[Derivation, ...]:
+    from . import dualrev, dualrevtape  # their run-time primitives register on import
+
+    out = []
+    for module, summary, where, tsummary in (
+            (dualrev, "no cotangent array, backpropagators as Contrib data", "§9.1–9.2, Figs 13–14",
+             "dualrev's translation D[f] with Contribs"),
+            (dualrevtape, "Contribs written to a tape in the forward pass", "§9.3, Figs 14–15",
+             "dualrevtape's translation D[f] onto the tape")):
+        r = module.REALS
+        runtime = "the ID counter and " + ("the tape" if module is dualrevtape else "Contrib DAGs")
+        out.append(Derivation(r.algorithm, summary, "Smeding & Vákár", SMEDING, where, REV, WHOLE_LANGUAGE,
+                              knossos.rev_signature, module.PIPELINE, compiled=False, runtime=runtime,
+                              treats=dual_numbers.treats))
+        out.append(Derivation(r.derivation, tsummary, "Smeding & Vákár", SMEDING, where, TRANSLATION,
+                              WHOLE_LANGUAGE, translation_signature(r), module.TRANSLATION, compiled=False,
+                              internal=True, treats=dual_numbers.treats))
+    planned = (("dualrev1", "naive dual-numbers reverse AD with backpropagator functions", "§5"),
+               ("dualrev2", "linear factoring of the backpropagators (staging)", "§6"),
+               ("dualrev3", "IDs and the ID monad", "§7, Fig. 9"),
+               ("dualrev4", "Cayley-transformed backpropagators", "§8, Figs 10–11"),
+               ("dualrev5", "mutable arrays for the cotangents", "§8, Figs 12–13"))
+    out[:0] = [Derivation(name, summary, "Smeding & Vákár", SMEDING, where, REV, WHOLE_LANGUAGE,
+                          knossos.rev_signature) for name, summary, where in planned]
+    return tuple(out)
+
+
 SPLIT = "§6.1, §11, Figs 23–26"
 REGISTRY = Registry((
     # Ellis, Peyton Jones & Fitzgibbon: the Knossos compiler's AD (K1, K2, K5's fold; K3, K4 planned)
@@ -156,15 +183,7 @@ REGISTRY = Registry((
     _translation(deltarev2, "deltarev2's translation D2[f]", "Fig. 7", compiled=False),
     _translation(deltarev, "deltarev's translation D[f] into the tape monad", "Fig. 9", compiled=False),
     # Smeding & Vákár: dual-numbers reverse AD in six steps (S1)
-    *(Derivation(name, summary, "Smeding & Vákár", SMEDING, where, REV, WHOLE_LANGUAGE, knossos.rev_signature)
-      for name, summary, where in (
-          ("dualrev1", "naive dual-numbers reverse AD with backpropagator functions", "§5"),
-          ("dualrev2", "linear factoring of the backpropagators (staging)", "§6"),
-          ("dualrev3", "IDs and the ID monad", "§7, Fig. 9"),
-          ("dualrev4", "Cayley-transformed backpropagators", "§8, Figs 10–11"),
-          ("dualrev5", "mutable arrays for the cotangents", "§8, Figs 12–13"),
-          ("dualrev", "no cotangent array: Contrib data", "§9.1–9.2"),
-          ("dualrevtape", "Contribs written to a tape in the forward pass", "§9.3"))),
+    *_smeding_stages(),
     # Vákár & Smeding: CHAD (C1, C2)
     Derivation("chadfwd", "combinatory homomorphic AD, forward mode", "CHAD", VAKAR, "§4–§7", FWD,
                WHOLE_LANGUAGE, knossos.fwd_signature),

@@ -67,8 +67,12 @@ INTEGER = TBase("Integer")
 BOOL = TBase("Bool")
 STRING = TBase("String")
 DELTA = TBase("Delta")  # the derivative part of a real in deltarev2/deltarev (Krawiec et al. §6–7)
+# the run-time data of Smeding & Vákár's dual-numbers reverse AD (labrys.ad.dualrev*)
+CONTRIB = TBase("Contrib")  # §9.2: a defunctionalised backpropagator
+STAGED = TBase("Staged")    # §6–7: a cotangent with a map of staged backpropagator calls
+STATE = TBase("State")      # §8: the two mutable arrays
 UNIT = TTuple(())
-BASE_TYPES = {t.name: t for t in (FLOAT, INTEGER, BOOL, STRING, DELTA)}
+BASE_TYPES = {t.name: t for t in (FLOAT, INTEGER, BOOL, STRING, DELTA, CONTRIB, STAGED, STATE)}
 
 
 def Vec(elem: Type) -> TTensor:
