@@ -6,9 +6,10 @@ efficiently, §5–§8): backpropagators are real closures of the generated code
   slot per real of the input, in Interleave's order), with the empty vector for
   0_c — as Krawiec et al.'s D1 (Note [D1 cotangents] in :mod:`.deltarev1`), so each
   ``[drN g]`` is made once.  Every one-hot and every + of non-zero c values costs a.
-* ``Staged`` (D², D³, D⁴): ``(c, Map key (BP, Float))``, the map a binary max-heap
-  of keys beside a dict, so "take the largest key" is a real max-structure (P4);
-  every key comparison is counted on the run (the log factor of §6.3).  Staged
+* ``Staged`` (D², D³, D⁴): ``(c, Map key (BP, Float))``, the map an ordered key list
+  beside a dict, so "take the largest key" is a real max-structure (P4); every
+  lookup is counted on the run as a balanced tree's comparisons (the log factor
+  of §6.3).  Staged
   values are used linearly, so ``+S`` merges the smaller map into the larger.
 * ``State`` (D⁵): the two mutable arrays of Fig. 12, ``cot`` and ``stage``.
 
@@ -83,56 +84,38 @@ register_io("dr1Inputs", "dr1Gradient", BP1, _seed1, gradient_impl(_resolve1), "
 # --- Staged (D², D³, D⁴: §6, Fig. 8, Fig. 10) ----------------------------------------------
 
 class Staged:
-    """(c, Map key (BP, Float)); ``heap`` holds the map's keys as a binary max-heap."""
-    __slots__ = ("c", "m", "heap", "run")
+    """(c, Map key (BP, Float)); ``keys`` holds the map's keys in ascending order, searched
+    by bisection, so each lookup or insertion makes the ~log₂(size) key comparisons of
+    a balanced search tree (Haskell's Data.Map, which the paper uses), counted on the run."""
+    __slots__ = ("c", "m", "keys", "run")
 
     def __init__(self, run: Run, c: np.ndarray = EMPTY_VEC) -> None:
-        self.run, self.c, self.m, self.heap = run, c, {}, []
+        self.run, self.c, self.m, self.keys = run, c, {}, []
 
     def __repr__(self) -> str:
-        return f"Staged(c={self.c.tolist()}, keys={sorted(self.m)})"
+        return f"Staged(c={self.c.tolist()}, keys={self.keys})"
 
     def stage(self, key: int, bp: Any, x: float) -> "Staged":
         """Insert-or-add ``key ↦ (bp, x + old)`` (Fig. 10's StagedCall)."""
-        entry = self.m.get(key)
-        if entry is not None:
-            entry[1] += x
-            count(1)
-            return self
-        self.m[key] = [bp, x]
-        heap, run = self.heap, self.run
-        heap.append(key)
-        i = len(heap) - 1
-        while i > 0:  # sift up
-            parent = (i - 1) // 2
-            run.comparisons += 1
-            if heap[parent] >= key:
-                break
-            heap[i] = heap[parent]
-            i = parent
-        heap[i] = key
+        keys = self.keys
+        lo, hi = 0, len(keys)
+        while lo < hi:  # the search path of the tree
+            mid = (lo + hi) // 2
+            if keys[mid] < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        self.run.comparisons += max(1, len(keys).bit_length())
         count(1)
+        if lo < len(keys) and keys[lo] == key:
+            self.m[key][1] += x
+        else:
+            keys.insert(lo, key)
+            self.m[key] = [bp, x]
         return self
 
     def pop_largest(self) -> tuple[int, Any, float]:
-        heap, run = self.heap, self.run
-        top, last = heap[0], heap.pop()
-        if heap:
-            i, n = 0, len(heap)
-            while True:  # sift down
-                child = 2 * i + 1
-                if child >= n:
-                    break
-                if child + 1 < n:
-                    run.comparisons += 1
-                    if heap[child + 1] > heap[child]:
-                        child += 1
-                run.comparisons += 1
-                if heap[child] <= last:
-                    break
-                heap[i] = heap[child]
-                i = child
-            heap[i] = last
+        top = self.keys.pop()
         bp, x = self.m.pop(top)
         count(1)
         return top, bp, x
