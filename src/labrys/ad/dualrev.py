@@ -20,5 +20,5 @@ from .dualrev_common import pipelines, reals
 from .dualrev_runtime import IMAGE
 
 REALS = reals("dualrev", "drc", IMAGE, C("drcZero"),
-              lambda terms: C("drcOp", tup(*(x for d, u in terms for x in (u, d)))))
+              lambda terms, fresh: C("drcOp", tup(*(x for d, u in terms for x in (u, d)))))
 TRANSLATION, PIPELINE = pipelines(REALS, "drcInputs", "drcGradient", "Fig. 13 with §9.1–9.2")

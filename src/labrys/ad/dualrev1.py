@@ -18,13 +18,13 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir.build import C, V
 from ..ir.types import FLOAT
-from .dualrev_common import binder, pipelines, reals, times
+from .dualrev_common import pipelines, reals, times
 from .dualrev_staged import BP1
 
 
-def op_backpropagator(terms) -> ir.Expr:
+def op_backpropagator(terms, fresh) -> ir.Expr:
     """λz. d1(∂1·z) + … + dn(∂n·z) (Fig. 5)."""
-    z = binder("z")
+    z = fresh("z")
     body = None
     for d, u in terms:
         call = ir.App(u, times(d, V(z)))

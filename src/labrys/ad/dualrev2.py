@@ -22,14 +22,14 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir.build import C, V
 from ..ir.types import FLOAT
-from .dualrev_common import binder, pipelines, reals, times
+from .dualrev_common import pipelines, reals, times
 from .dualrev_staged import BP2
 
 
 def staged_backpropagator(call: str):
     """λz. CALL(u1)(∂1·z) +S … +S CALL(un)(∂n·z)."""
-    def build(terms) -> ir.Expr:
-        z = binder("z")
+    def build(terms, fresh) -> ir.Expr:
+        z = fresh("z")
         body = None
         for d, u in terms:
             staged = C(call, u, times(d, V(z)))
@@ -38,5 +38,6 @@ def staged_backpropagator(call: str):
     return build
 
 
-REALS = reals("dualrev2", "dr2", BP2, C("dr2Zero"), lambda terms: C("dr2Tag", staged_backpropagator("dr2Call")(terms)))
+REALS = reals("dualrev2", "dr2", BP2, C("dr2Zero"),
+              lambda terms, fresh: C("dr2Tag", staged_backpropagator("dr2Call")(terms, fresh)))
 TRANSLATION, PIPELINE = pipelines(REALS, "dr2Inputs", "dr2Gradient", "Fig. 8 with a tag per backpropagator")

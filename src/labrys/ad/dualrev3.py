@@ -20,5 +20,5 @@ from .dualrev_common import pipelines, reals
 from .dualrev_staged import IMAGE3
 
 REALS = reals("dualrev3", "dr3", IMAGE3, C("dr3Zero"),
-              lambda terms: tup(C("drNewId"), staged_backpropagator("dr3Call")(terms)))
+              lambda terms, fresh: tup(C("drNewId"), staged_backpropagator("dr3Call")(terms, fresh)))
 TRANSLATION, PIPELINE = pipelines(REALS, "dr3Inputs", "dr3Gradient", "Fig. 9")

@@ -17,14 +17,14 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir.build import C, V, tup
 from ..ir.types import FLOAT, STAGED, Type
-from .dualrev_common import binder, pipelines, reals, times
+from .dualrev_common import pipelines, reals, times
 from .dualrev_staged import IMAGE4
 
 
 def updater_backpropagator(call: str, state: Type):
     """λz. λs. CALL(un)(∂n·z)(… CALL(u1)(∂1·z)(s)): the composition of the staged calls."""
-    def build(terms) -> ir.Expr:
-        z, s = binder("z"), binder("s")
+    def build(terms, fresh) -> ir.Expr:
+        z, s = fresh("z"), fresh("s")
         body: ir.Expr = V(s)
         for d, u in terms:
             body = C(call, u, times(d, V(z)), body)

@@ -20,26 +20,19 @@ the version.
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.build import C
+from ..ir.traverse import FreshNames
 from ..ir.types import FLOAT, Type, has_function
 from .delta_wrappers import rev_wrapper
 from .dual_numbers import Reals, translation_pipeline, wrapper_pipeline
 
 Terms = list[tuple[ir.Expr, ir.Expr]]  # (∂_k op(x⃗), the k-th operand's dual part)
-
-_binders = itertools.count(1)
-
-
-def binder(stem: str) -> str:
-    """A name for a backpropagator's parameter, distinct from every other binder."""
-    return f"{stem}${next(_binders) + 100000}"
-
+Build = Callable[[Terms, FreshNames], ir.Expr]
 
 def times(d: ir.Expr, z: ir.Expr) -> ir.Expr:
     """∂ · z, with ∂ = 1 left out."""
@@ -53,16 +46,16 @@ def _no_algebra(*_):
 @dataclass(frozen=True)
 class BPReals(Reals):
     """A version of Smeding & Vákár: ``zero`` is ZERO (a call that draws the literal's
-    ID where the version has IDs, P9) and ``build(terms)`` the op's dual part
+    ID where the version has IDs, P9) and ``build(terms, fresh)`` the op's dual part
     ``(ID, λz. CALL(j1,d1)(∂1·z) ⊕ … ⊕ CALL(jn,dn)(∂n·z))`` (guide §4)."""
-    build: Callable[[Terms], ir.Expr] = _no_algebra
+    build: Build = _no_algebra
 
-    def combine(self, terms: Terms) -> ir.Expr:
+    def combine(self, terms: Terms, fresh: FreshNames | None = None) -> ir.Expr:
         # Every op result takes its own ID, even with one operand and ∂ = 1 (Fig. 9).
-        return self.zero if not terms else self.build(terms)
+        return self.zero if not terms else self.build(terms, fresh or FreshNames())
 
 
-def reals(algorithm: str, derivation: str, image: Type, zero: ir.Expr, build: Callable[[Terms], ir.Expr]) -> BPReals:
+def reals(algorithm: str, derivation: str, image: Type, zero: ir.Expr, build: Build) -> BPReals:
     return BPReals(algorithm, derivation, image, zero, _no_algebra, _no_algebra, build=build)
 
 

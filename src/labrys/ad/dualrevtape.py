@@ -20,5 +20,5 @@ from ..ir.types import INTEGER
 from .dualrev_common import pipelines, reals
 
 REALS = reals("dualrevtape", "drtape", INTEGER, C("drtZero"),
-              lambda terms: C("drtOp", tup(*(x for d, u in terms for x in (u, d)))))
+              lambda terms, fresh: C("drtOp", tup(*(x for d, u in terms for x in (u, d)))))
 TRANSLATION, PIPELINE = pipelines(REALS, "drtInputs", "drtGradient", "§9.3, Fig. 13's loop on the tape")
