@@ -432,7 +432,7 @@ def test_gdef_lines_are_accepted():
     assert m.sumsq([1.0, 2.0]) == 5.0
 
 
-@pytest.mark.parametrize("derivation", ["CL", "dualrev"])
+@pytest.mark.parametrize("derivation", ["CL"])
 def test_gdef_of_a_registered_but_unimplemented_derivation_is_a_check_time_error(derivation):
     text = f"(def f Float ((x : Float) (y : Float)) (mul x (sin y)))\n(gdef {derivation} [f (Tuple Float Float)])\n"
     with pytest.raises(LabrysError) as err:

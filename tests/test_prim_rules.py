@@ -432,7 +432,9 @@ STRUCTURAL = {"build", "sumbuild", "fold", "map", "map2", "ifold", "ts_sumbuild"
 NO_DERIVATIVE = {"digamma", "rfold", "buildFromSparse", "buildFromSparseTupled",
                  # Krawiec et al.'s run-time helpers, never differentiated (ad/deltas.py, ad/dual_io.py)
                  "zeroS", "oplus", "otimes", "deltaInputs", "delta2Inputs", "delta1Inputs",
-                 "deltaGradient", "delta2Gradient", "delta1Gradient", "dualZip"}
+                 "deltaGradient", "delta2Gradient", "delta1Gradient", "dualZip",
+                 # Smeding & Vákár's wrappers' run time (ad/dualrev_runtime.py, ad/dualrev_staged.py)
+                 *(f"dr{v}{io}" for v in ("c", "t", "1", "2", "3", "4", "5") for io in ("Inputs", "Gradient"))}
 
 
 def test_every_primitive_is_classified():

@@ -211,6 +211,8 @@ NO_DERIVATIVE = {  # primitives no derivation differentiates, and why
     **{name: "run-time support of Krawiec et al.'s algorithms, called by generated code only"
        for name in ("zeroS", "oplus", "otimes", "deltaInputs", "delta2Inputs", "delta1Inputs", "deltaGradient",
                     "delta2Gradient", "delta1Gradient", "dualZip")},
+    **{name: "run-time support of Smeding & Vákár's algorithms, called by generated code only"
+       for name in (*(f"dr{v}{io}" for v in ("c", "t", "1", "2", "3", "4", "5") for io in ("Inputs", "Gradient")),)},
 }
 NOT_COMPILED = {  # what still runs on the python backend (docs/backends.md), to shrink
     "$BENCH", "$check", "$ranhashdoub", "Add", "Scale", "Vec_init", "Zero", "bogOpen", "bogPack", "ccl",
@@ -224,7 +226,11 @@ NOT_COMPILED = {  # what still runs on the python backend (docs/backends.md), to
     # CHAD's linear layer (closures, append-tree copowers, symbolic zeros): python backend
     "chadZero", "chadPlus", "chadOpen", "chadLeft", "chadRight", "chadApp", "chadIndex", "chadOneHot",
     "chadSumVec", "chadSumBuild", "chadCopow", "chadCopowFold", "chadFoldR", "chadIFoldR", "chadFoldF",
-    "chadIFoldF", "chadDense", "chadZip", "chadUnzip"}
+    "chadIFoldF", "chadDense", "chadZip", "chadUnzip",
+    # Smeding & Vákár's run time (labrys.ad.dualrev_runtime, dualrev_staged): Python objects per run
+    "drNewId", "drcZero", "drcOp", "drtZero", "drtOp", "drZeroS", "drPlusS", "dr1Zero", "dr2Zero", "dr2Tag",
+    "dr2Call", "dr3Zero", "dr3Call", "dr4Zero", "dr4Call", "dr5Zero", "dr5Call",
+    *(f"dr{v}{io}" for v in ("c", "t", "1", "2", "3", "4", "5") for io in ("Inputs", "Gradient"))}
 
 
 def test_every_primitive_is_classified_for_every_algorithm():

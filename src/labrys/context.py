@@ -4,7 +4,9 @@ Note [Run-time context]
 ~~~~~~~~~~~~~~~~~~~~~~~
 Generated code is pure except for two things: the op-count meter (every
 primitive call adds its cost) and the Delta tape of a ``deltarev`` run
-(Krawiec et al.'s state monad, Note [The monad as the tape]).  Both live in a
+(Krawiec et al.'s state monad, Note [The monad as the tape]) or the run of a
+Smeding & Vákár ``dualrev*`` derivative (its ID counter and tape, Note [The ID
+monad in the run time]).  Both live in a
 :class:`Context`, never in module globals.  The current context is a
 ``contextvars`` variable, so each thread has its own (created on first use)
 and the deep-stack worker runs a job in its caller's (``util.deep``).  Tapes
@@ -29,8 +31,8 @@ class Context:
 
     def __init__(self) -> None:
         self.ops = 0                 # scalar operations executed by primitives (the op-count meter)
-        self.tapes: list[Any] = []   # the Delta tapes of the deltarev runs in progress, innermost last
-        self.last_tape: Any = None   # the tape of the last finished deltarev run, for inspection
+        self.tapes: list[Any] = []   # the Delta tapes / dualrev runs in progress, innermost last
+        self.last_tape: Any = None   # the tape (or dualrev run) of the last finished run, for inspection
         self.unmetered: dict[str, int] = {}  # backend -> calls that ran without counting ops
 
 

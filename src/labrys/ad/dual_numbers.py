@@ -58,8 +58,9 @@ class Reals:
     add: Callable[[ir.Expr, ir.Expr], ir.Expr]    # u1 + u2
     share: Callable[[ir.Expr], ir.Expr] = lambda d: d  # deltaLet, for deltarev
 
-    def combine(self, terms: list[tuple[ir.Expr, ir.Expr]]) -> ir.Expr:
-        """Σ ∂_i · u_i (Fig. 14, one output), shared when compound."""
+    def combine(self, terms: list[tuple[ir.Expr, ir.Expr]], fresh: FreshNames | None = None) -> ir.Expr:
+        """Σ ∂_i · u_i (Fig. 14, one output), shared when compound; ``fresh`` names
+        binders a subclass may make (Smeding & Vákár's backpropagators)."""
         if not terms:
             return self.zero
         parts = [u if _is_one(d) else self.scale(d, u) for d, u in terms]
@@ -182,7 +183,7 @@ class Translation:
         for j, out in enumerate(partials):
             yj = get(j + 1, len(outs), V(y)) if len(outs) > 1 else V(y)
             terms = [(d, u) for d, u in zip(out, us) if d is not None and u is not None]
-            duals.append(tup(yj, self.reals.combine(terms)))
+            duals.append(tup(yj, self.reals.combine(terms, self.fresh)))
         body = let(y, ir.Call(e.func, tup(*xs) if several else xs[0], span=e.span),
                    tup(*duals) if len(outs) > 1 else duals[0])
         for binder, rhs in reversed(binds):
@@ -233,7 +234,7 @@ class Translation:
             body = let(dy, ir.Call(derived, tup(V(x), tangent)), _fill(t, parts, None, V(y)))
         else:
             rows = [fresh("row") for _ in outs]
-            parts = {p: tup(_at(V(y), p), self.reals.combine([(_at(V(r), q), u) for q, u in zip(ins, us)]))
+            parts = {p: tup(_at(V(y), p), self.reals.combine([(_at(V(r), q), u) for q, u in zip(ins, us)], fresh))
                      for p, r in zip(outs, rows)}
             body = _fill(t, parts, None, V(y))
             for j, r in reversed(list(enumerate(rows))):

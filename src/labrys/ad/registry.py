@@ -121,6 +121,36 @@ def _translation(module, summary: str, where: str, **more) -> Derivation:
                     module.TRANSLATION, internal=True, **more)
 
 
+def _smeding_stages() -> tuple[Derivation, ...]:
+    """Smeding & Vákár's seven versions, each with its translation [drN f] (internal)."""
+    from . import dualrev, dualrev1, dualrev2, dualrev3, dualrev4, dualrev5, dualrevtape
+
+    out = []
+    for module, summary, where, runtime in (
+            (dualrev1, "naive dual numbers: each real with a backpropagator function", "§5, Figs 3–6",
+             "backpropagator closures"),
+            (dualrev2, "linear factoring: backpropagator calls staged, each run once", "§6, Figs 7–8",
+             "Staged maps keyed by creation tags"),
+            (dualrev3, "IDs and the ID monad; a tree map of staged calls", "§6.2, Figs 8–9",
+             "the ID counter and Staged maps"),
+            (dualrev4, "Cayley-transformed backpropagators: updaters of Staged", "§7, Figs 10–11",
+             "the ID counter and Staged updaters"),
+            (dualrev5, "two mutable arrays replace the cotangent and the map", "§8, Figs 12–13",
+             "the ID counter and the State arrays"),
+            (dualrev, "no cotangent array, backpropagators as Contrib data", "§9.1–9.2, Figs 13–14",
+             "the ID counter and Contrib DAGs"),
+            (dualrevtape, "Contribs written to a tape in the forward pass", "§9.3, Figs 14–15",
+             "the ID counter and the tape")):
+        r = module.REALS
+        out.append(Derivation(r.algorithm, summary, "Smeding & Vákár", SMEDING, where, REV, WHOLE_LANGUAGE,
+                              knossos.rev_signature, module.PIPELINE, compiled=False, runtime=runtime,
+                              treats=dual_numbers.treats))
+        out.append(Derivation(r.derivation, f"{r.algorithm}'s translation [{r.derivation} f]", "Smeding & Vákár",
+                              SMEDING, where, TRANSLATION, WHOLE_LANGUAGE, translation_signature(r),
+                              module.TRANSLATION, compiled=False, internal=True, treats=dual_numbers.treats))
+    return tuple(out)
+
+
 SPLIT = "§6.1, §11, Figs 23–26"
 REGISTRY = Registry((
     # Ellis, Peyton Jones & Fitzgibbon: the Knossos compiler's AD (K1, K2, K5's fold; K3, K4 planned)
@@ -159,15 +189,7 @@ REGISTRY = Registry((
     _translation(deltarev2, "deltarev2's translation D2[f]", "Fig. 7", compiled=False),
     _translation(deltarev, "deltarev's translation D[f] into the tape monad", "Fig. 9", compiled=False),
     # Smeding & Vákár: dual-numbers reverse AD in six steps (S1)
-    *(Derivation(name, summary, "Smeding & Vákár", SMEDING, where, REV, WHOLE_LANGUAGE, knossos.rev_signature)
-      for name, summary, where in (
-          ("dualrev1", "naive dual-numbers reverse AD with backpropagator functions", "§5"),
-          ("dualrev2", "linear factoring of the backpropagators (staging)", "§6"),
-          ("dualrev3", "IDs and the ID monad", "§7, Fig. 9"),
-          ("dualrev4", "Cayley-transformed backpropagators", "§8, Figs 10–11"),
-          ("dualrev5", "mutable arrays for the cotangents", "§8, Figs 12–13"),
-          ("dualrev", "no cotangent array: Contrib data", "§9.1–9.2"),
-          ("dualrevtape", "Contribs written to a tape in the forward pass", "§9.3"))),
+    *_smeding_stages(),
     # Vákár & Smeding: CHAD (C1, C2)
     Derivation("chadfwd", "combinatory homomorphic AD, forward mode", "CHAD", VAKAR, "§4–§7, §10", FWD,
                WHOLE_LANGUAGE, knossos.fwd_signature, chad.FWD_PIPELINE, compiled=False, treats=chad.treats,

@@ -67,9 +67,13 @@ INTEGER = TBase("Integer")
 BOOL = TBase("Bool")
 STRING = TBase("String")
 DELTA = TBase("Delta")  # the derivative part of a real in deltarev2/deltarev (Krawiec et al. §6–7)
+# the run-time data of Smeding & Vákár's dual-numbers reverse AD (labrys.ad.dualrev*)
+CONTRIB = TBase("Contrib")  # §9.2: a defunctionalised backpropagator
+STAGED = TBase("Staged")    # §6–7: a cotangent with a map of staged backpropagator calls
+STATE = TBase("State")      # §8: the two mutable arrays
 BOG = TBase("BOG")  # a function's BOG in split reverse mode, opaque (Ellis et al. §11; labrys.ad.bog)
 UNIT = TTuple(())
-BASE_TYPES = {t.name: t for t in (FLOAT, INTEGER, BOOL, STRING, DELTA, BOG)}
+BASE_TYPES = {t.name: t for t in (FLOAT, INTEGER, BOOL, STRING, DELTA, CONTRIB, STAGED, STATE, BOG)}
 
 
 def Vec(elem: Type) -> TTensor:
