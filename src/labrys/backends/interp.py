@@ -21,6 +21,7 @@ from ..types.checker import CheckedProgram, Signature
 from ..types.primitives import Primitive
 from ..util.deep import deep
 from ..values import Inj, PrimError
+from .limits import guard_depth
 
 Frame = list
 Code = Callable[[Frame], Any]
@@ -95,7 +96,7 @@ class Interpreter:
         d = self.definition(sig)
         if d is None:
             return self.external(sig) or missing_edef(sig, None)
-        return self.compile_def(d)
+        return guard_depth(self.compile_def(d), show_name(sig.name), d.span)
 
     def definition(self, sig: Signature) -> ir.Def | None:
         """The typed def ``sig`` runs (None: an edef)."""

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 from ..ad import REGISTRY
 from ..api import Function, Module, evaluate_typed, load
 from ..backends import BACKENDS, DEFAULT
-from ..context import run_scope
+from ..context import run_scope, set_max_depth
 from ..errors import LabrysError, format_error
 from ..ir import nodes as ir
 from ..ir.names import show_name
@@ -283,6 +283,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true",
                    help="also show what labrys does behind the scenes: functions that run on the python backend "
                         "instead of compiled, compile cache repairs (or set LABRYS_VERBOSE=1)")
+    p.add_argument("--max-depth", type=int, metavar="N",
+                   help="user functions may call each other at most N deep (default 200000, or "
+                        "$LABRYS_MAX_DEPTH); deeper is an error naming the function")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="run a .ks program (its main, or FN on ARGS)",
@@ -438,6 +441,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.debug:  # Note [Pass driver]: lint every pass of every derivation
         os.environ.setdefault("LABRYS_LINT", "1")
     try:
+        if args.max_depth is not None:
+            set_max_depth(args.max_depth)
         with library_log(args.verbose or os.environ.get("LABRYS_VERBOSE", "") not in ("", "0")):
             return args.handler(args)
     except LabrysError as exc:

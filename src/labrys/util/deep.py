@@ -23,10 +23,11 @@ import sys
 import threading
 from typing import Callable, TypeVar
 
-from ..context import current
+from ..context import Limits, current
 
 STACK_BYTES = 1 << 30
 RECURSION_LIMIT = 2_000_000
+FRAMES_PER_CALL = 12  # Python frames one user-level call may take (derived code included)
 
 T = TypeVar("T")
 _jobs: "queue.SimpleQueue" = queue.SimpleQueue()
@@ -40,7 +41,7 @@ def _serve() -> None:
         # The limit is interpreter-wide and callers (e.g. test frameworks) may
         # lower it: raise it for the job, restore it after (the caller waits).
         saved = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(saved, RECURSION_LIMIT))
+        sys.setrecursionlimit(max(saved, RECURSION_LIMIT, FRAMES_PER_CALL * Limits.max_depth))
         try:
             box.append((True, fn()))
         except BaseException as exc:  # re-raised on the caller's thread
