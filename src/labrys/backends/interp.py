@@ -16,10 +16,10 @@ from ..context import current
 from ..errors import LabrysError, Span
 from ..ir import nodes as ir
 from ..ir.names import Name, show_name
-from ..ir.traverse import free_vars
+from ..ir.traverse import lambda_free_vars
 from ..types.checker import CheckedProgram, Signature
 from ..types.primitives import Primitive
-from ..util.deep import deep
+from ..util.deep import deep, gc_paused
 from ..values import Inj, PrimError
 from .limits import guard_depth
 
@@ -62,6 +62,7 @@ class Interpreter:
         self.externals = externals if externals is not None else {}
         self.definitions = definitions
         self.cells: dict[int, list] = {}
+        self.lambda_free: dict[int, frozenset[str]] = {}  # of the def being compiled
 
     def reset(self) -> None:
         self.cells.clear()
@@ -92,6 +93,7 @@ class Interpreter:
         first_call.lazy = True
         return first_call
 
+    @gc_paused
     def compile_function(self, sig: Signature) -> Callable[[Any], Any]:
         d = self.definition(sig)
         if d is None:
@@ -114,7 +116,11 @@ class Interpreter:
     def compile_def(self, d: ir.Def) -> Callable[[Any], Any]:
         names = tuple(p.name for p in d.params)
         slots = Slots(names)
-        body = self.compile(d.body, slots)
+        saved, self.lambda_free = self.lambda_free, lambda_free_vars(d.body)
+        try:
+            body = self.compile(d.body, slots)
+        finally:
+            self.lambda_free = saved
         size = slots.count
         if len(names) == 1:
             def run1(arg):
@@ -203,7 +209,11 @@ class Interpreter:
         return _prim_call(target, target.impl(e.arg.type), arg, span)
 
     def compile_lam(self, e: ir.Lam, slots: Slots) -> Code:
-        captured = sorted(free_vars(e))
+        free = self.lambda_free.get(id(e))
+        if free is None:  # an expression compiled outside compile_def
+            self.lambda_free = lambda_free_vars(e)
+            free = self.lambda_free[id(e)]
+        captured = sorted(free)
         outer = [slots[n] for n in captured]
         inner = Slots(tuple(captured) + (e.var,))
         body = self.compile(e.body, inner)
