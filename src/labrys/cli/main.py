@@ -25,7 +25,6 @@ from ..errors import LabrysError, format_error
 from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.types import TTuple, Type
-from ..syntax.printer import show_program
 from ..types.checker import Signature
 from ..values import PrimError, format_value, from_python
 from ..version import __version__
@@ -129,16 +128,23 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_fmt(args: argparse.Namespace) -> int:
-    module = load(args.file, backend="interp")
-    text = show_program(module.program)
-    if args.check:
-        with open(args.file, encoding="utf-8") as fh:
-            if fh.read() != text:
-                print(f"{args.file}: not in canonical form", file=sys.stderr)
-                return 1
-        return 0
-    sys.stdout.write(text)
-    return 0
+    from ..api import _read_source
+    from ..syntax.fmt import format_source, write_atomically
+
+    status = 0
+    for path in args.files:
+        text, name = _read_source(Path(path))
+        out = format_source(text, name)
+        if args.check:
+            if out != text:
+                print(f"{path}: not in canonical form", file=sys.stderr)
+                status = 1
+        elif args.write:
+            if out != text:
+                write_atomically(path, out)
+        else:
+            sys.stdout.write(out)
+    return status
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -303,9 +309,12 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     check.set_defaults(handler=cmd_check)
 
-    fmt = sub.add_parser("fmt", help="print a .ks file in canonical layout",
-                         description="Print the program in canonical layout (comments are not kept).")
-    fmt.add_argument("file", metavar="FILE")
+    fmt = sub.add_parser("fmt", help="lay out .ks files canonically, keeping every comment",
+                         description="Print (or with --write rewrite) each file in canonical layout; "
+                         "comments are kept, tokens are kept as written, and the program is unchanged.")
+    fmt.add_argument("files", metavar="FILE", nargs="+")
+    fmt.add_argument("-w", "--write", action="store_true",
+                     help="rewrite the files in place (atomically: a temporary file, then a rename)")
     fmt.add_argument("--check", action="store_true", help="exit 1 if the file is not in canonical layout")
     fmt.set_defaults(handler=cmd_fmt)
 
