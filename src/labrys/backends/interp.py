@@ -3,12 +3,22 @@
 Each typed function body is compiled once into nested Python closures over
 a frame (a list of slots fixed at compile time): variables become slot reads,
 primitives are specialised to their static argument types, let-chains run as
-a loop.  Lambdas are flat closures that copy their free variables.  Every
+a loop.  Lambdas are flat closures that copy their free variables.
+
+Note [Positions in derived code]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+AD passes build new nodes without spans, so an error inside derived code
+(an index out of range in ``[fwd f]``) had no position.  Before a def is
+compiled on any backend, every node without a span takes its nearest
+enclosing node's, and the top the def's (a derived def's span is its
+original's): the error then names the construct it was derived from, or at
+least the function.  Every
 primitive call adds its cost to the op-count meter of the run-time context
 (Note [Run-time context] in labrys.context).
 """
 from __future__ import annotations
 
+import dataclasses
 from operator import itemgetter
 from typing import Any, Callable
 
@@ -16,7 +26,7 @@ from ..context import current
 from ..errors import LabrysError, Span
 from ..ir import nodes as ir
 from ..ir.names import Name, show_name
-from ..ir.traverse import lambda_free_vars
+from ..ir.traverse import fill_spans, lambda_free_vars
 from ..types.checker import CheckedProgram, Signature
 from ..types.primitives import Primitive
 from ..util.deep import deep, gc_paused
@@ -114,6 +124,7 @@ class Interpreter:
         return self.externals.get(sig.name)
 
     def compile_def(self, d: ir.Def) -> Callable[[Any], Any]:
+        d = with_spans(d)
         names = tuple(p.name for p in d.params)
         slots = Slots(names)
         saved, self.lambda_free = self.lambda_free, lambda_free_vars(d.body)
@@ -260,12 +271,24 @@ class Interpreter:
         return check
 
 
+def with_spans(d: ir.Def) -> ir.Def:
+    """``d`` with a span on every node (Note [Positions in derived code])."""
+    body = fill_spans(d.body, d.span)
+    return d if body is d.body else dataclasses.replace(d, body=body)
+
+
 def missing_edef(sig: Signature, span: Span | None) -> Callable:
     def missing(*_):
         raise LabrysError(f"edef '{show_name(sig.name)}' has no implementation "
                           "(supply one with Module.implement)", span or sig.decl.span,
                           (f"declared at {sig.decl.span!r}",) if span and sig.decl.span else ())
     return missing
+
+
+# Note [Primitive failures]: a primitive that fails on the values it was given
+# (PrimError, or NumPy's ValueError for shapes that do not broadcast, an index
+# out of range, ...) is a run-time error at the call, with its position.
+PRIMITIVE_FAILURES = (PrimError, ValueError, ArithmeticError, LookupError, TypeError)
 
 
 def _prim_call(prim: Primitive, impl: Callable, arg: Code, span: Span | None) -> Code:
@@ -275,7 +298,7 @@ def _prim_call(prim: Primitive, impl: Callable, arg: Code, span: Span | None) ->
         a = arg(fr)
         try:
             r = impl(a)
-        except PrimError as exc:
+        except PRIMITIVE_FAILURES as exc:
             raise LabrysError(f"{prim.name}: {exc}" if not str(exc).startswith(prim.name) else str(exc),
                               span) from None
         current().ops += ops(r, a)

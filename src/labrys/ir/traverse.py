@@ -7,6 +7,7 @@ programs]).
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from typing import Callable, Iterable
 
@@ -121,6 +122,25 @@ def free_vars_table(e: Expr, cap: int = 32) -> dict[int, frozenset[str]]:
     table: dict[int, frozenset[str]] = {}
     _free_table(e, table, lambda x, acc: len(acc) <= cap and not isinstance(x, (Const, FnRef)))
     return table
+
+
+def _fill_spans(e: Expr, span) -> Expr:
+    own = e.span or span
+    kids = [c for c, _ in children(e)]
+    new = [_fill_spans(c, own) for c in kids]
+    if e.span is not None and all(n is c for n, c in zip(new, kids)):
+        return e
+    r = rebuild(e, new) if kids else e
+    return r if r.span is not None else dataclasses.replace(r, span=own)
+
+
+@deep
+def fill_spans(e: Expr, span) -> Expr:
+    """``e`` with every node that has no span given its nearest enclosing node's
+    (``span`` at the top): code that AD generates has new nodes without spans,
+    and a run-time error in them must still name a place in the user's source
+    (the construct it was derived from, or the function)."""
+    return _fill_spans(e, span) if span is not None else e
 
 
 def _all_names(e: Expr, acc: set[str]) -> None:
