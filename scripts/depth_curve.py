@@ -2,7 +2,9 @@
 (tail and argument position), lambdas, tuples, tuple types and additions, on
 every backend.  Each cell (shape, size, backend) runs in a fresh process:
 load (parse, check) the program, call ``f`` (compiling it), and check the
-answer; the wall time and peak memory are recorded.
+answer; the CPU time of the process (all threads; robust to a shared machine,
+where wall time mostly measures the neighbours), the wall time and the peak
+memory are recorded.
 
     python scripts/depth_curve.py                      # sizes 1e3,3e3,1e4,3e4,1e5
     python scripts/depth_curve.py --sizes 1000,10000 --shapes lets,calls --backends interp
@@ -73,13 +75,13 @@ def cell(shape: str, n: int, backend: str) -> None:
     import labrys
 
     text, arg, want = SHAPES[shape](n)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     m = labrys.load(text, backend=backend)
     got = m.f(arg)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     assert got == want, (got, want)
     mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"seconds": seconds, "mb": mb}))
+    print(json.dumps({"seconds": cpu, "wall": seconds, "mb": mb}))
 
 
 def measure(shape: str, n: int, backend: str, timeout: float) -> dict:
@@ -110,7 +112,7 @@ def plot(results: list[dict], path: str) -> None:
         ax.set_title(backend)
         ax.set_xlabel("nesting depth n")
         ax.grid(True, which="both", alpha=0.3)
-    axes[0].set_ylabel("seconds (load + first call)")
+    axes[0].set_ylabel("CPU seconds (load + first call)")
     axes[-1].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -125,22 +127,28 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per cell (default 300)")
     ap.add_argument("--json", metavar="FILE", help="write the measurements here")
     ap.add_argument("--plot", metavar="PNG", help="draw seconds against n, one panel per backend")
+    ap.add_argument("--replot", metavar="JSON", help="only draw --plot from earlier measurements")
     args = ap.parse_args()
+    if args.replot:
+        with open(args.replot) as fh:
+            plot(json.load(fh), args.plot)
+        return
     if args.cell:
         shape, n, backend = args.cell
         cell(shape, int(n), backend)
         return
     results = []
-    for shape in args.shapes.split(","):
-        for n in (int(s) for s in args.sizes.split(",")):
+    for n in (int(s) for s in args.sizes.split(",")):
+        for shape in args.shapes.split(","):
             for backend in args.backends.split(","):
                 r = {"shape": shape, "n": n, "backend": backend, **measure(shape, n, backend, args.timeout)}
                 results.append(r)
-                shown = f"{r['seconds']:.2f} s {r['mb']:.0f} MB" if r["seconds"] is not None else r["error"]
+                shown = (f"{r['seconds']:.2f} s CPU {r['wall']:.2f} s wall {r['mb']:.0f} MB"
+                         if r["seconds"] is not None else r["error"])
                 print(f"{shape:12} {n:>7} {backend:9} {shown}", flush=True)
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(results, fh, indent=1)
+                if args.json:  # after every cell: a long run can be stopped and still plotted
+                    with open(args.json, "w") as fh:
+                        json.dump(results, fh, indent=1)
     if args.plot:
         plot(results, args.plot)
 

@@ -285,9 +285,13 @@ def missing_edef(sig: Signature, span: Span | None) -> Callable:
     return missing
 
 
-# Note [Primitive failures]: a primitive that fails on the values it was given
-# (PrimError, or NumPy's ValueError for shapes that do not broadcast, an index
-# out of range, ...) is a run-time error at the call, with its position.
+# Note [Primitive failures]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# A primitive that fails on the values it was given (PrimError, or NumPy's
+# ValueError for shapes that do not broadcast, an index out of range, ...) is
+# a run-time error at the call, with its position, on the interpreter and in
+# generated Python (its ``except _primerror``) alike: never an escaped
+# Python exception.  The fuzz harness found such a ValueError in delta1 code.
 PRIMITIVE_FAILURES = (PrimError, ValueError, ArithmeticError, LookupError, TypeError)
 
 
