@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import os
 import random
 import re
@@ -190,14 +191,20 @@ def _call(m: Any, d: ir.Def, name: Any, types: list[Type], stage: str, text: str
 # --- isolation (hangs) ----------------------------------------------------------------
 
 def run_isolated(text: str, timeout: float = 20.0, **kwargs: Any) -> Outcome:
-    """:func:`run_input` in a forked child; over ``timeout`` seconds is a hang."""
+    """:func:`run_input` in a forked child; over ``timeout`` seconds of CPU time
+    is a hang (CPU, not wall time: on a shared machine the wall clock mostly
+    measures the neighbours; ten times ``timeout`` of wall time is the backstop)."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: a fresh deep-stack worker, then the pipeline
         try:
             os.close(r)
+            import resource
+
             import labrys.util.deep as deep
 
+            limit = int(math.ceil(timeout))
+            resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 5))
             deep._worker = None
             deep._jobs = type(deep._jobs)()
             out = run_input(text, **kwargs)
@@ -207,18 +214,20 @@ def run_isolated(text: str, timeout: float = 20.0, **kwargs: Any) -> Outcome:
     os.close(w)
     import select
 
-    ready, _, _ = select.select([r], [], [], timeout)
+    ready, _, _ = select.select([r], [], [], 10 * timeout)
     if not ready:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         os.close(r)
-        return Outcome("hang", "run", f"no answer within {timeout:g} s")
+        return Outcome("hang", "run", f"no answer within {10 * timeout:g} s")
     chunks = []
     while chunk := os.read(r, 1 << 16):
         chunks.append(chunk)
     os.close(r)
     _, status = os.waitpid(pid, 0)
     if not chunks:
+        if os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGXCPU, signal.SIGKILL):
+            return Outcome("hang", "run", f"no answer within {timeout:g} s of CPU time")
         return Outcome("bug", "run", f"the process died (status {status})")
     return Outcome(**json.loads(b"".join(chunks)))
 

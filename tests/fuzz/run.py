@@ -43,7 +43,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=600.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--backends", default="interp,python,compiled")
-    ap.add_argument("--timeout", type=float, default=30.0, help="seconds one input may take (default 30)")
+    ap.add_argument("--timeout", type=float, default=30.0, help="CPU seconds one input may take (default 30)")
     ap.add_argument("--out", default="fuzz-findings", help="folder for shrunk bugs (default fuzz-findings)")
     args = ap.parse_args()
     backends = tuple(args.backends.split(","))
