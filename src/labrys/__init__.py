@@ -2,7 +2,7 @@
 of the seed papers as a printable source-to-source transformation."""
 from . import prelude  # noqa: F401  (fills the primitive table: Note [Primitive table])
 from .api import Derivative, Function, Module, check_program, evaluate, load
-from .context import METER
+from .context import METER, set_max_depth
 from .errors import LabrysError
 from .syntax.parser import parse_expr, parse_program
 from .syntax.printer import show_expr, show_program
@@ -14,4 +14,5 @@ from .version import __version__
 __all__ = ["Derivative", "Function", "LabrysError", "grad", "hessian", "hvp", "jacfwd", "jacobian", "jacrev", "jvp",
            "value_and_grad", "vjp", "METER", "Module", "check_program",
            "evaluate", "load", "parse_expr", "parse_program", "show_expr", "show_program", "tangent_type", "verify",
+           "set_max_depth",
            "__version__"]

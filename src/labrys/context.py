@@ -19,6 +19,7 @@ failed run left behind.
 from __future__ import annotations
 
 import contextlib
+import os
 import warnings
 from contextvars import ContextVar
 from typing import Any, Iterator
@@ -26,10 +27,38 @@ from typing import Any, Iterator
 _CURRENT: ContextVar["Context"] = ContextVar("labrys_context")
 
 
+DEFAULT_MAX_DEPTH = 200_000
+
+
+def _env_max_depth() -> int:
+    raw = os.environ.get("LABRYS_MAX_DEPTH", "")
+    try:
+        n = int(raw)
+    except ValueError:
+        return DEFAULT_MAX_DEPTH
+    return n if n > 0 else DEFAULT_MAX_DEPTH
+
+
+class Limits:
+    """Process-wide resource limits (Note [Recursion limit] in labrys.backends.limits)."""
+
+    max_depth: int = _env_max_depth()
+
+
+def set_max_depth(n: int) -> None:
+    """Calls of user functions may nest at most ``n`` deep (default 200,000, or
+    ``$LABRYS_MAX_DEPTH``); deeper is ``error: recursion deeper than n in f``."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        from .errors import LabrysError
+        raise LabrysError(f"the maximum depth must be a positive integer, not {n!r}")
+    Limits.max_depth = n
+
+
 class Context:
-    __slots__ = ("ops", "tapes", "last_tape", "unmetered")
+    __slots__ = ("ops", "tapes", "last_tape", "unmetered", "depth")
 
     def __init__(self) -> None:
+        self.depth = 0               # user-function calls in progress (Note [Recursion limit])
         self.ops = 0                 # scalar operations executed by primitives (the op-count meter)
         self.tapes: list[Any] = []   # the Delta tapes / dualrev runs in progress, innermost last
         self.last_tape: Any = None   # the tape (or dualrev run) of the last finished run, for inspection

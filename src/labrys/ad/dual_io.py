@@ -217,8 +217,18 @@ def _dual_zip(t: Type) -> Callable[[Any], Any]:
     s = t.elems[0]
 
     def zip_(x, dx):
-        tangents = iter(_reals_of(dx, tangent_type(s)))
-        return map_reals(x, s, lambda r: (r, next(tangents)))
+        reals = _reals_of(dx, tangent_type(s))
+        tangents = iter(reals)
+
+        def pair(r: float) -> tuple[float, float]:
+            t = next(tangents, None)
+            if t is None:
+                raise PrimError("the tangent has fewer numbers than the argument (shapes differ)")
+            return r, t
+        out = map_reals(x, s, pair)
+        if next(tangents, None) is not None:
+            raise PrimError("the tangent has more numbers than the argument (shapes differ)")
+        return out
     return spread(zip_)
 
 

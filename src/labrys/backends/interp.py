@@ -3,12 +3,22 @@
 Each typed function body is compiled once into nested Python closures over
 a frame (a list of slots fixed at compile time): variables become slot reads,
 primitives are specialised to their static argument types, let-chains run as
-a loop.  Lambdas are flat closures that copy their free variables.  Every
+a loop.  Lambdas are flat closures that copy their free variables.
+
+Note [Positions in derived code]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+AD passes build new nodes without spans, so an error inside derived code
+(an index out of range in ``[fwd f]``) had no position.  Before a def is
+compiled on any backend, every node without a span takes its nearest
+enclosing node's, and the top the def's (a derived def's span is its
+original's): the error then names the construct it was derived from, or at
+least the function.  Every
 primitive call adds its cost to the op-count meter of the run-time context
 (Note [Run-time context] in labrys.context).
 """
 from __future__ import annotations
 
+import dataclasses
 from operator import itemgetter
 from typing import Any, Callable
 
@@ -16,11 +26,12 @@ from ..context import current
 from ..errors import LabrysError, Span
 from ..ir import nodes as ir
 from ..ir.names import Name, show_name
-from ..ir.traverse import free_vars
+from ..ir.traverse import fill_spans, lambda_free_vars
 from ..types.checker import CheckedProgram, Signature
 from ..types.primitives import Primitive
-from ..util.deep import deep
+from ..util.deep import deep, gc_paused
 from ..values import Inj, PrimError
+from .limits import guard_depth
 
 Frame = list
 Code = Callable[[Frame], Any]
@@ -61,6 +72,7 @@ class Interpreter:
         self.externals = externals if externals is not None else {}
         self.definitions = definitions
         self.cells: dict[int, list] = {}
+        self.lambda_free: dict[int, frozenset[str]] = {}  # of the def being compiled
 
     def reset(self) -> None:
         self.cells.clear()
@@ -91,11 +103,12 @@ class Interpreter:
         first_call.lazy = True
         return first_call
 
+    @gc_paused
     def compile_function(self, sig: Signature) -> Callable[[Any], Any]:
         d = self.definition(sig)
         if d is None:
             return self.external(sig) or missing_edef(sig, None)
-        return self.compile_def(d)
+        return guard_depth(self.compile_def(d), show_name(sig.name), d.span)
 
     def definition(self, sig: Signature) -> ir.Def | None:
         """The typed def ``sig`` runs (None: an edef)."""
@@ -111,9 +124,14 @@ class Interpreter:
         return self.externals.get(sig.name)
 
     def compile_def(self, d: ir.Def) -> Callable[[Any], Any]:
+        d = with_spans(d)
         names = tuple(p.name for p in d.params)
         slots = Slots(names)
-        body = self.compile(d.body, slots)
+        saved, self.lambda_free = self.lambda_free, lambda_free_vars(d.body)
+        try:
+            body = self.compile(d.body, slots)
+        finally:
+            self.lambda_free = saved
         size = slots.count
         if len(names) == 1:
             def run1(arg):
@@ -202,7 +220,11 @@ class Interpreter:
         return _prim_call(target, target.impl(e.arg.type), arg, span)
 
     def compile_lam(self, e: ir.Lam, slots: Slots) -> Code:
-        captured = sorted(free_vars(e))
+        free = self.lambda_free.get(id(e))
+        if free is None:  # an expression compiled outside compile_def
+            self.lambda_free = lambda_free_vars(e)
+            free = self.lambda_free[id(e)]
+        captured = sorted(free)
         outer = [slots[n] for n in captured]
         inner = Slots(tuple(captured) + (e.var,))
         body = self.compile(e.body, inner)
@@ -249,12 +271,28 @@ class Interpreter:
         return check
 
 
+def with_spans(d: ir.Def) -> ir.Def:
+    """``d`` with a span on every node (Note [Positions in derived code])."""
+    body = fill_spans(d.body, d.span)
+    return d if body is d.body else dataclasses.replace(d, body=body)
+
+
 def missing_edef(sig: Signature, span: Span | None) -> Callable:
     def missing(*_):
         raise LabrysError(f"edef '{show_name(sig.name)}' has no implementation "
                           "(supply one with Module.implement)", span or sig.decl.span,
                           (f"declared at {sig.decl.span!r}",) if span and sig.decl.span else ())
     return missing
+
+
+# Note [Primitive failures]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# A primitive that fails on the values it was given (PrimError, or NumPy's
+# ValueError for shapes that do not broadcast, an index out of range, ...) is
+# a run-time error at the call, with its position, on the interpreter and in
+# generated Python (its ``except _primerror``) alike: never an escaped
+# Python exception.  The fuzz harness found such a ValueError in delta1 code.
+PRIMITIVE_FAILURES = (PrimError, ValueError, ArithmeticError, LookupError, TypeError)
 
 
 def _prim_call(prim: Primitive, impl: Callable, arg: Code, span: Span | None) -> Code:
@@ -264,7 +302,7 @@ def _prim_call(prim: Primitive, impl: Callable, arg: Code, span: Span | None) ->
         a = arg(fr)
         try:
             r = impl(a)
-        except PrimError as exc:
+        except PRIMITIVE_FAILURES as exc:
             raise LabrysError(f"{prim.name}: {exc}" if not str(exc).startswith(prim.name) else str(exc),
                               span) from None
         current().ops += ops(r, a)

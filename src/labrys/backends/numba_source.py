@@ -37,6 +37,8 @@ DECORATOR = '@_njit(cache=_cache, error_model="numpy")'  # _cache and the helper
 BUILTINS_USED = {"float", "range", "abs", "AssertionError", "IndexError", "ValueError", "ZeroDivisionError"}
 MAX_LOOPS = 12  # CPython allows 20 statically nested blocks
 MAX_STATEMENTS = 2000  # Numba's compile time grows faster than linearly with function size
+MAX_NODES = 4 * MAX_STATEMENTS  # a def this big would exceed MAX_STATEMENTS: refused before generating
+MAX_TYPE_DEPTH = 32  # Numba's typing of nested tuples is superlinear in their depth
 
 
 class Unsupported(Exception):
@@ -44,11 +46,11 @@ class Unsupported(Exception):
         super().__init__(f"{what} at {span!r}" if span else what)
 
 
-def representable(t: Type) -> bool:
+def representable(t: Type, depth: int = 0) -> bool:
     if t in (FLOAT, INTEGER, BOOL):
         return True
     if isinstance(t, TTuple):
-        return all(representable(e) for e in t.elems)
+        return depth < MAX_TYPE_DEPTH and all(representable(e, depth + 1) for e in t.elems)
     return array_rank(t) is not None or int_array(t)
 
 
@@ -86,6 +88,8 @@ class NumbaModuleSource(PyModuleSource):
         self.direct: dict[int, list[str]] = {}  # Note [Nested accumulation]
 
     def add_def(self, d: ir.Def) -> str:
+        if any(k > MAX_NODES for k, _ in enumerate(nodes(d.body))):
+            raise Unsupported(f"a body of more than {MAX_NODES} nodes", d.span)
         d = self.without_map(d)
         for p in d.params:
             if not representable(p.type):

@@ -35,10 +35,10 @@ from typing import Any, Callable, Protocol
 
 from ..errors import Span
 from ..ir import nodes as ir
-from ..ir.traverse import free_vars
+from ..ir.traverse import free_vars, free_vars_table
 
 NAME_PATTERN = re.compile(r"v\d+_[A-Za-z0-9]{0,12}|_[a-z]+\d*")
-MAX_DEPTH = 40
+MAX_DEPTH = 16  # deeper blocks are outlined; shallower blocks keep the generated source small (indentation)
 _HINT = re.compile(r"[^A-Za-z0-9]")
 
 
@@ -88,6 +88,12 @@ class PyModuleSource:
         self.functions: list[Function] = []
         self.counter = 0
         self.line_info: dict[int, tuple[str, Span | None]] = {}
+        self.free: dict[int, frozenset[str]] = {}  # free variables of the def's sub-expressions
+
+    def free_vars(self, e: ir.Expr) -> frozenset[str] | set[str]:
+        """e's free variables, from the table made once per def (Note [Deep nesting in generated code])."""
+        found = self.free.get(id(e))
+        return found if found is not None else free_vars(e)
 
     # --- names ----------------------------------------------------------------
 
@@ -112,6 +118,7 @@ class PyModuleSource:
         fn = Function(self.fresh("fn"), ["_arg"])
         self.functions.append(fn)
         names = [self.bind(env, p.name) for p in d.params]
+        self.free = free_vars_table(d.body)
         out = Emitter(self, fn, env)
         if len(names) == 1:
             out.emit(f"{names[0]} = _arg")
@@ -248,7 +255,7 @@ class Emitter:
 
     def outline(self, e: ir.Expr) -> str:
         """Note [Deep nesting in generated code]: e as a new top-level function of its free variables."""
-        names = sorted(free_vars(e))
+        names = sorted(self.mod.free_vars(e))
         fn = Function(self.mod.fresh("out"), [])
         env = {}
         for n in names:

@@ -22,7 +22,7 @@ from ..ir.names import show_name
 from ..types.checker import Signature
 from ..util.deep import deep
 from ..values import Inj, PrimError
-from .interp import Interpreter, missing_edef
+from .interp import PRIMITIVE_FAILURES, Interpreter, missing_edef, with_spans
 from .pysource import Hooks, Namespace, PyModuleSource
 
 _serial = itertools.count(1)
@@ -63,10 +63,10 @@ class PythonBackend(Interpreter, Hooks):
     def generate(self, d: ir.Def) -> Callable[[Any], Any]:
         """d as generated Python source, compiled and loaded."""
         mod = PyModuleSource(self)
-        entry = mod.add_def(d)
+        entry = mod.add_def(with_spans(d))  # Note [Positions in derived code]
         text = mod.text()
         filename = f"<labrys-python {next(_serial)}>"
-        namespace = dict(mod.ns.values, _inj=Inj, _primerror=PrimError, _labryserror=LabrysError,
+        namespace = dict(mod.ns.values, _inj=Inj, _primerror=PRIMITIVE_FAILURES, _labryserror=LabrysError,
                          _located=_locator(filename, mod.line_info))
         code = compile(text, filename, "exec")
         linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
@@ -78,7 +78,7 @@ class PythonBackend(Interpreter, Hooks):
 def _locator(filename: str, line_info: dict[int, tuple[str, Span | None]]) -> Callable[[PrimError], LabrysError]:
     """PrimError → LabrysError at the span of the primitive call that raised it
     (the innermost line of this generated module in the traceback)."""
-    def located(exc: PrimError) -> LabrysError:
+    def located(exc: Exception) -> LabrysError:
         tb, line = exc.__traceback__, None
         while tb is not None:
             if tb.tb_frame.f_code.co_filename == filename:

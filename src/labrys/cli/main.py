@@ -20,12 +20,11 @@ from typing import Any, Sequence
 from ..ad import REGISTRY
 from ..api import Function, Module, evaluate_typed, load
 from ..backends import BACKENDS, DEFAULT
-from ..context import run_scope
+from ..context import run_scope, set_max_depth
 from ..errors import LabrysError, format_error
 from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.types import TTuple, Type
-from ..syntax.printer import show_program
 from ..types.checker import Signature
 from ..values import PrimError, format_value, from_python
 from ..version import __version__
@@ -129,16 +128,23 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_fmt(args: argparse.Namespace) -> int:
-    module = load(args.file, backend="interp")
-    text = show_program(module.program)
-    if args.check:
-        with open(args.file, encoding="utf-8") as fh:
-            if fh.read() != text:
-                print(f"{args.file}: not in canonical form", file=sys.stderr)
-                return 1
-        return 0
-    sys.stdout.write(text)
-    return 0
+    from ..api import _read_source
+    from ..syntax.fmt import format_source, write_atomically
+
+    status = 0
+    for path in args.files:
+        text, name = _read_source(Path(path))
+        out = format_source(text, name)
+        if args.check:
+            if out != text:
+                print(f"{path}: not in canonical form", file=sys.stderr)
+                status = 1
+        elif args.write:
+            if out != text:
+                write_atomically(path, out)
+        else:
+            sys.stdout.write(out)
+    return status
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -283,6 +289,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true",
                    help="also show what labrys does behind the scenes: functions that run on the python backend "
                         "instead of compiled, compile cache repairs (or set LABRYS_VERBOSE=1)")
+    p.add_argument("--max-depth", type=int, metavar="N",
+                   help="user functions may call each other at most N deep (default 200000, or "
+                        "$LABRYS_MAX_DEPTH); deeper is an error naming the function")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="run a .ks program (its main, or FN on ARGS)",
@@ -300,9 +309,12 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     check.set_defaults(handler=cmd_check)
 
-    fmt = sub.add_parser("fmt", help="print a .ks file in canonical layout",
-                         description="Print the program in canonical layout (comments are not kept).")
-    fmt.add_argument("file", metavar="FILE")
+    fmt = sub.add_parser("fmt", help="lay out .ks files canonically, keeping every comment",
+                         description="Print (or with --write rewrite) each file in canonical layout; "
+                         "comments are kept, tokens are kept as written, and the program is unchanged.")
+    fmt.add_argument("files", metavar="FILE", nargs="+")
+    fmt.add_argument("-w", "--write", action="store_true",
+                     help="rewrite the files in place (atomically: a temporary file, then a rename)")
     fmt.add_argument("--check", action="store_true", help="exit 1 if the file is not in canonical layout")
     fmt.set_defaults(handler=cmd_fmt)
 
@@ -438,6 +450,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.debug:  # Note [Pass driver]: lint every pass of every derivation
         os.environ.setdefault("LABRYS_LINT", "1")
     try:
+        if args.max_depth is not None:
+            set_max_depth(args.max_depth)
         with library_log(args.verbose or os.environ.get("LABRYS_VERBOSE", "") not in ("", "0")):
             return args.handler(args)
     except LabrysError as exc:

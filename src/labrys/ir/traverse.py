@@ -7,6 +7,7 @@ programs]).
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from typing import Callable, Iterable
 
@@ -87,6 +88,59 @@ def free_vars(e: Expr) -> set[str]:
     acc: set[str] = set()
     _free(e, acc, {})
     return acc
+
+
+def _free_table(e: Expr, table: dict[int, frozenset[str]], keep: Callable[[Expr, set[str]], bool]) -> set[str]:
+    if isinstance(e, Var):
+        return {e.name}
+    acc: set[str] = set()
+    for child, binders in children(e):
+        s = _free_table(child, table, keep)
+        s.difference_update(binders)
+        if len(s) > len(acc):  # merge the smaller set into the larger: O(n log n) in all
+            acc, s = s, acc
+        acc |= s
+    if keep(e, acc):
+        table[id(e)] = frozenset(acc)
+    return acc
+
+
+@deep
+def lambda_free_vars(e: Expr) -> dict[int, frozenset[str]]:
+    """The free variables of every lambda in ``e`` (keyed by ``id``), in one pass:
+    a pass that asked :func:`free_vars` at each of n nested lambdas was O(n^2)."""
+    table: dict[int, frozenset[str]] = {}
+    _free_table(e, table, lambda x, _: isinstance(x, Lam))
+    return table
+
+
+@deep
+def free_vars_table(e: Expr, cap: int = 32) -> dict[int, frozenset[str]]:
+    """The free variables of every compound sub-expression of ``e`` that has at
+    most ``cap`` of them (keyed by ``id``; ask :func:`free_vars` for the others),
+    in one pass, memory O(cap * size)."""
+    table: dict[int, frozenset[str]] = {}
+    _free_table(e, table, lambda x, acc: len(acc) <= cap and not isinstance(x, (Const, FnRef)))
+    return table
+
+
+def _fill_spans(e: Expr, span) -> Expr:
+    own = e.span or span
+    kids = [c for c, _ in children(e)]
+    new = [_fill_spans(c, own) for c in kids]
+    if e.span is not None and all(n is c for n, c in zip(new, kids)):
+        return e
+    r = rebuild(e, new) if kids else e
+    return r if r.span is not None else dataclasses.replace(r, span=own)
+
+
+@deep
+def fill_spans(e: Expr, span) -> Expr:
+    """``e`` with every node that has no span given its nearest enclosing node's
+    (``span`` at the top): code that AD generates has new nodes without spans,
+    and a run-time error in them must still name a place in the user's source
+    (the construct it was derived from, or the function)."""
+    return _fill_spans(e, span) if span is not None else e
 
 
 def _all_names(e: Expr, acc: set[str]) -> None:

@@ -14,7 +14,7 @@ from ..errors import LabrysError, Source, Span
 from ..ir import nodes as ir
 from ..ir.names import DerivedName, Name, TypedName
 from ..ir.types import BASE_TYPES, TLM, TLam, TSum, TTensor, TTuple, Type
-from ..util.deep import deep
+from ..util.deep import deep, gc_paused
 from .knossos_forms import bind_sizes, dummy_value, operator_name, size_variables, type_applied
 from .sexpr import Atom, SExpr, SList, read
 
@@ -378,6 +378,7 @@ def _decl(x: SExpr) -> ir.Decl:
     raise _err(f"unknown declaration '{kind}': expected def, edef, gdef or rule", x.items[0])
 
 
+@gc_paused
 @deep
 def parse_program(text: str, filename: str = "<input>") -> ir.Program:
     """Parse a whole `.ks` file."""

@@ -37,10 +37,15 @@ def _str_lit(s: str) -> str:
 
 
 def _float_lit(x: float) -> str:
+    """Note [Non-finite literals]: every double prints as a literal that reads back
+    as the same double.  Finite ones print as ``repr`` does (shortest round trip,
+    ``-0.0`` kept); the reader takes ``+inf.0``, ``-inf.0`` and ``+nan.0`` (Racket's
+    spelling) for the others.  Printing them as ``(div 1.0 0.0)`` read back as a
+    call, not the constant, so ``parse(show(p)) != p``."""
     if math.isnan(x):
-        return "(div 0.0 0.0)"
+        return "+nan.0"
     if math.isinf(x):
-        return "(div 1.0 0.0)" if x > 0 else "(div -1.0 0.0)"
+        return "+inf.0" if x > 0 else "-inf.0"
     return format_float(x)
 
 

@@ -11,7 +11,8 @@ from ..errors import LabrysError, Source, Span
 
 _DELIMS = set('()[]";') | set(" \t\r\n\f\v")
 _INT = re.compile(r"-?[0-9]+\Z")
-_FLOAT = re.compile(r"-?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z|-?[0-9]+[eE][+-]?[0-9]+\Z")
+_FLOAT = re.compile(r"-?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z|-?[0-9]+[eE][+-]?[0-9]+\Z"
+                    r"|[+-]inf\.0\Z|\+nan\.0\Z")  # Note [Non-finite literals]
 _ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
 
 
@@ -33,6 +34,21 @@ class SList:
     bracket: str  # "(" or "["
     items: tuple["SExpr", ...]
     span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Comment:
+    """A comment, kept only when the formatter reads (``read(..., comments=True)``).
+    ``trailing``: code precedes it on its line; ``hard``: a line comment, or a
+    block comment that spans lines (nothing may follow it on its line)."""
+
+    text: str
+    span: Span
+    trailing: bool
+
+    @property
+    def hard(self) -> bool:
+        return self.text.startswith(";") or "\n" in self.text
 
 
 SExpr = Atom | SList
@@ -83,15 +99,22 @@ def _atom(text: str, span: Span) -> Atom:
             raise LabrysError(f"Integer literal {text} does not fit in 64 bits", span)
         return Atom("int", value, span)
     if _FLOAT.match(text):
-        return Atom("float", float(text), span)
+        return Atom("float", float(text.replace(".0", "") if text[1:4] in ("inf", "nan") else text), span)
     return Atom("sym", text, span)
 
 
 _CLOSER = {"(": ")", "[": "]"}
 
 
-def read(src: Source) -> list[SExpr]:
-    """Read every top-level s-expression of ``src``."""
+def _comment(src: Source, i: int, j: int, items: list) -> None:
+    line_start = src.text.rfind("\n", 0, i) + 1
+    trailing = src.text[line_start:i].strip() != ""
+    items.append(Comment(src.text[i:j].rstrip(), Span(src, i, j), trailing))
+
+
+def read(src: Source, comments: bool = False) -> list[SExpr]:
+    """Read every top-level s-expression of ``src`` (and, for the formatter, its
+    comments as :class:`Comment` items where they occur)."""
     text, n, i = src.text, len(src.text), 0
     stack: list[tuple[str, int, list]] = []  # (bracket, start, items)
     top: list[SExpr] = []
@@ -101,9 +124,15 @@ def read(src: Source) -> list[SExpr]:
             i += 1
         elif ch == ";":
             end = text.find("\n", i)
-            i = n if end < 0 else end + 1
+            j = n if end < 0 else end
+            if comments:
+                _comment(src, i, j, stack[-1][2] if stack else top)
+            i = j + 1
         elif text.startswith("#|", i):
-            i = _skip_block_comment(text, i + 2, src)
+            j = _skip_block_comment(text, i + 2, src)
+            if comments:
+                _comment(src, i, j, stack[-1][2] if stack else top)
+            i = j
         elif ch in "([":
             stack.append((ch, i, []))
             i += 1

@@ -19,7 +19,7 @@ from ..errors import LabrysError, Span
 from ..ir import nodes as ir
 from ..ir.names import DerivedName, Name, TypedName, base_name, erase_types, selected_type, show_name
 from ..ir.types import BOOL, TLam, TSum, TTuple, Type
-from ..util.deep import deep
+from ..util.deep import deep, gc_paused
 from .compat import shape_as_size
 from .primitives import Primitive, lookup
 
@@ -401,6 +401,7 @@ def _check_decl(c: _Checker, d: ir.Decl) -> ir.Decl:
     return d
 
 
+@gc_paused
 @deep
 def check_program(program: ir.Program, derivations: DerivationTable | None = None) -> CheckedProgram:
     functions = collect_functions(program, derivations)

@@ -1,0 +1,49 @@
+"""Resource limits at run time: how deep user functions may call each other.
+
+Note [Recursion limit]
+~~~~~~~~~~~~~~~~~~~~~~
+A user's infinite recursion must be the user's error, reported quickly and
+with bounded memory, never Python's ``RecursionError`` (an "internal error")
+after hundreds of megabytes.  Every backend runs a user function through the
+entry :func:`guard_depth` wraps around it (one place: the interpreter's
+``compile_function``, which the ``python`` and ``compiled`` backends
+inherit), so calls of original and derived functions alike count.  The
+count lives in the run-time context (``Context.depth``, Note [Run-time
+context]); past ``Limits.max_depth`` (``--max-depth``, ``$LABRYS_MAX_DEPTH``,
+:func:`labrys.set_max_depth`; default 200,000) the call stops with
+``file:line:col: error: recursion deeper than N in f`` at ``f``'s
+definition.  The deep-stack worker's Python limit is sized from the same
+number (``util.deep``), so the labrys limit is met first; should Python's
+limit be reached anyway (a primitive recursing, an outsized ``--max-depth``)
+the innermost user function turns the ``RecursionError`` into the same
+positioned error.  Depth counts nested calls, recursive or not: a chain of
+10^4 distinct functions is 10^4 deep.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..context import Limits, current
+from ..errors import LabrysError, Span
+
+
+def too_deep(name: str, span: Span | None, limit: int) -> LabrysError:
+    return LabrysError(f"recursion deeper than {limit} in {name}", span,
+                       ("the limit is set with --max-depth or LABRYS_MAX_DEPTH",))
+
+
+def guard_depth(fn: Callable[[Any], Any], name: str, span: Span | None) -> Callable[[Any], Any]:
+    """``fn`` counting its activations in the run-time context (Note [Recursion limit])."""
+
+    def guarded(arg: Any) -> Any:
+        ctx = current()
+        depth = ctx.depth = ctx.depth + 1
+        try:
+            if depth > Limits.max_depth:
+                raise too_deep(name, span, Limits.max_depth)
+            return fn(arg)
+        except RecursionError:
+            raise too_deep(name, span, min(depth, Limits.max_depth)) from None
+        finally:
+            ctx.depth -= 1
+    return guarded

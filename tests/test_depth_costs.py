@@ -1,0 +1,57 @@
+"""Deep programs of every shape (scripts/depth_curve.py) at 10^4: nested
+lets, calls, ifs in tail and argument position, lambdas, tuples, tuple types
+and additions load and run with the right answer — on the interpreter for
+every shape, and on python and compiled for the shapes that used to be
+quadratic there (docs/reliability.md has the curve up to 10^5).  The
+quadratic steps themselves are checked by counting work, not by timing."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import labrys
+from labrys.ir import traverse
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+import depth_curve  # noqa: E402
+
+N = 10_000
+
+
+@pytest.mark.parametrize("shape", list(depth_curve.SHAPES))
+def test_every_shape_on_interp(shape):
+    text, arg, want = depth_curve.SHAPES[shape](N)
+    assert labrys.load(text, backend="interp").f(arg) == want
+
+
+@pytest.mark.parametrize("backend", ["python", "compiled"])
+@pytest.mark.parametrize("shape", ["arg_ifs", "lambdas", "tuple_types"])
+def test_formerly_quadratic_shapes(shape, backend):
+    text, arg, want = depth_curve.SHAPES[shape](N)
+    assert labrys.load(text, backend=backend).f(arg) == want
+
+
+def _children_calls(monkeypatch, shape: str, n: int, backend: str) -> int:
+    calls = [0]
+    real = traverse.children
+
+    def counting(e):
+        calls[0] += 1
+        return real(e)
+    monkeypatch.setattr(traverse, "children", counting)
+    text, arg, want = depth_curve.SHAPES[shape](n)
+    assert labrys.load(text, backend=backend).f(arg) == want
+    monkeypatch.setattr(traverse, "children", real)
+    return calls[0]
+
+
+@pytest.mark.parametrize("shape, backend", [("lambdas", "interp"), ("arg_ifs", "python"),
+                                            ("lambdas", "python")])
+def test_free_variable_work_is_linear(monkeypatch, shape, backend):
+    """Free variables of nested lambdas and of outlined code were recomputed per
+    node (O(n^2) node visits); one table per def makes it O(n)."""
+    small = _children_calls(monkeypatch, shape, 500, backend)
+    large = _children_calls(monkeypatch, shape, 2000, backend)
+    assert large < 5 * small  # 4x the size: linear is 4x, quadratic 16x
