@@ -287,8 +287,10 @@ class Split:
                 if keep:
                     dv = self.atom_cot(b, binder)
                     b.cur.append((tuple(self.cot(x) for x in keep), self.reverse(inner, dv, V(pair), keep)))
+            case ir.Inj() | ir.Case():
+                raise unsupported("sum types (the first-order core of Ellis et al. Fig. 1)", where)
             case _:
-                raise unsupported("this construct", where)
+                raise unsupported(f"{type(rhs).__name__} in a right-hand side", where)
 
     def pair_binding(self, b: Block, binder, rhs: ir.Expr, bog_type: Type) -> str:
         """Forward ``(binder, bog) = rhs``; the BOG is stored; its name is returned."""

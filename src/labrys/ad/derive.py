@@ -71,6 +71,10 @@ class Derivations:
                 d = self.source(sig, entry)
                 work = Work(self.functions, fresh_for(d), self, strategy)
                 self.cache[key] = run_pipeline(entry.pipeline, d, work, views)
+            except LabrysError as err:
+                if err.span is None:  # from generated code, which has no source: the function's own position
+                    err.span = d.span or sig.decl.span
+                raise
             finally:
                 self.in_progress.discard((derivation, id(sig)))
         return self.cache[key]

@@ -120,6 +120,8 @@ class Suf:
                 return ir.Tuple(tuple(self.rename_site(x, take) for x in elems), type=e.type, span=e.span)
             case ir.Get(i, n, arg):
                 return ir.Get(i, n, self.rename_site(arg, take), type=e.type, span=e.span)
+            case ir.Inj(left, t, arg):
+                return ir.Inj(left, t, self.rename_site(arg, take), type=e.type, span=e.span)
             case ir.Call(f, arg):
                 if f in LOOPS_WITH_LAMBDA and isinstance(arg, ir.Tuple):
                     args = tuple(self.scope(x, take) if isinstance(x, ir.Lam) else self.rename_site(x, take)
