@@ -14,9 +14,11 @@ arithmetic allows on that very point, and the check is
 ``|a - b| <= tol * max(|a|, |b|) + allowed``:
 
 - finite differences are taken at two steps h and h/2; the extrapolation
-  (4 D(h/2) - D(h)) / 3 is the estimate, and |D(h) - D(h/2)| (truncation,
-  plus the rounding noise that differs between the two steps) plus
-  8 eps max|f| / h (rounding) is its error bound;
+  (4 D(h/2) - D(h)) / 3 is the estimate, and its error bound is
+  |D(h) - D(h/2)| (truncation, plus the rounding noise that differs between
+  the two steps) plus the rounding error of f over h: 8 eps max|f| / h, and
+  4 / h times f's measured jitter (f a millionth of a step away, less the
+  straight line), which is what shows when f is small because it cancels;
 - the dot-product test and the agreement between two algorithms compare
   sums: <rev(x, dy), dx> = sum_i rev_i dx_i against <dy, fwd(x, dx)> =
   sum_j dy_j fwd_j; the sums are held to tol times sum_i |rev_i dx_i| +
@@ -24,6 +26,8 @@ arithmetic allows on that very point, and the check is
   linearity: a derivative is linear in its (co)tangent, so
   ``fwd(x, s dx) / s - fwd(x, dx)`` (s = 1/3, not a power of two) is pure
   rounding error, which shows the cancellation inside the derivative itself.
+  That the derivative is linear is checked first, exactly: scaling by 4
+  commutes with rounding, so ``fwd(x, 4 dx) / 4`` must equal ``fwd(x, dx)``.
 """
 from __future__ import annotations
 
@@ -162,18 +166,51 @@ def _differences(f: Callable[[Any], Any], x: Any, d: Any, fx: np.ndarray, step: 
         return "finite differences undefined (f is not finite next to x)"
     d1 = (ys[1.0] - ys[-1.0]) / (2 * step)
     d2 = (ys[0.5] - ys[-0.5]) / step
+    value = (4 * d2 - d1) / 3
     size = np.max(np.abs(np.stack([fx, *ys.values()])), axis=0) if fx.size else fx
-    noise = 8 * EPS * size / step
+    noise = 8 * EPS * size / step + 4 * _rounding_noise(f, x, d, fx, value, step) / step
     error = np.abs(d1 - d2) + noise
     jump1 = (ys[1.0] - 2 * fx + ys[-1.0]) / step
     jump2 = (ys[0.5] - 2 * fx + ys[-0.5]) / (step / 2)
-    value = (4 * d2 - d1) / 3
     kink = (np.abs(jump2) > 0.75 * np.abs(jump1)) & (np.abs(jump2) > 64 * error + 1e-8 * np.abs(value))
     if fx.size and bool(np.any(kink)):
         return "not differentiable at x (the one-sided slopes differ)"
     if not finite(value) or not finite(error):
         return "finite differences undefined (they overflow at x)"
     return Differences(value, error, step, noise)
+
+
+def linear(out: np.ndarray, scaled_back: np.ndarray) -> bool:
+    """A derivative is linear in its (co)tangent, and scaling by a power of two
+    commutes with every rounding: d(x, 4 v) / 4 equals d(x, v) (to 1e-12, for
+    the odd subnormal).  A derivative that is not linear (a rule that divides
+    by the cotangent) would otherwise pass off its nonlinearity as rounding
+    noise in the 1/3 probe."""
+    if out.shape != scaled_back.shape:
+        return False
+    if not finite(scaled_back):
+        return True  # 4 v overflowed: no evidence either way
+    return bool(np.all(np.abs(out - scaled_back) <= 1e-12 * np.maximum(np.abs(out), np.abs(scaled_back)) + 1e-300))
+
+
+def _rounding_noise(f: Callable[[Any], Any], x: Any, d: Any, fx: np.ndarray, slope: np.ndarray,
+                    step: float) -> np.ndarray:
+    """How much f's value jitters from rounding near x: f at three points a
+    millionth of a step away, less the straight line through f(x) with the
+    estimated slope.  When f is small because it cancels (sin p - p), its
+    rounding error is that of the terms, not eps·|f|, and only shows this way."""
+    from .errors import LabrysError
+
+    out = np.zeros_like(fx)
+    for j in (1.0, 2.0, 3.0):
+        t = j * step * 2.0 ** -20
+        try:
+            y = floats(f(axpy(x, t, d)))
+        except LabrysError:
+            continue
+        if y.shape == fx.shape and finite(y):
+            out = np.maximum(out, np.abs(y - fx - slope * t))
+    return out
 
 
 @dataclass

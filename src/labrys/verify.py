@@ -219,16 +219,22 @@ def _check_point(row: Row, f: Callable, derived: dict[str, Callable], algs: list
             if alg.convention.direction == "forward":
                 out = floats(alg.convention.tangent(call(x, dx)))
                 probe = floats(alg.convention.tangent(call(x, checks.scale(dx, checks.PROBE)))) / checks.PROBE
+                twice = floats(alg.convention.tangent(call(x, checks.scale(dx, 4.0)))) / 4.0
                 terms, probe_terms, against = out * dys, probe * dys, "J·dx"
             else:
                 out = floats(call(x, dy))
                 probe = floats(call(x, checks.scale(dy, checks.PROBE))) / checks.PROBE
+                twice = floats(call(x, checks.scale(dy, 4.0))) / 4.0
                 terms, probe_terms, against = out * dxs, probe * dxs, "Jᵀ·dy"
         except LabrysError as exc:
             cell.fail(_where(exc))
             continue
         if not checks.finite(out):
             cell.fail(f"{checks.non_finite(out)} in {against} at x = {where}")
+            continue
+        if not checks.linear(out, twice):
+            cell.fail(f"{against} is not linear in {'dx' if against == 'J·dx' else 'dy'} at x = {where}: "
+                      f"4 times the {'tangent' if against == 'J·dx' else 'cotangent'} gives not 4 times the result")
             continue
         if out.shape != (diffs.value.shape if against == "J·dx" else dxs.shape):
             cell.fail(f"{against} has {out.size} Floats, expected "
@@ -334,10 +340,11 @@ def report(rows: list[Row], names: list[str], as_json: bool = False, seed: int =
     if not rows:
         return "nothing checked: no function takes and returns Floats"
     width = max([len("function")] + [len(r.function) for r in rows])
-    lines = ["function".ljust(width) + "".join(f" | {n:<18}" for n in names)]
-    for r in rows:
-        lines.append(r.function.ljust(width) + "".join(f" | {r.cells[n].text():<18}" if n in r.cells else " | -"
-                                                       for n in names))
+    texts = [{n: r.cells[n].text() if n in r.cells else "-" for n in names} for r in rows]
+    widths = {n: max([len(n)] + [len(t[n]) for t in texts]) for n in names}
+    lines = ["function".ljust(width) + "".join(f" | {n:<{widths[n]}}" for n in names).rstrip()]
+    for r, t in zip(rows, texts):
+        lines.append((r.function.ljust(width) + "".join(f" | {t[n]:<{widths[n]}}" for n in names)).rstrip())
     lines.append("")
     lines.append(f"points (seed {seed}; finite differences move each Float by h·|x| (h at 0) and h/2·|x|, "
                  f"h = {checks.STEP:g} unless shown, Richardson-extrapolated):")
