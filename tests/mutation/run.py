@@ -134,12 +134,13 @@ def judge(base: dict, now: dict, names: list[str]) -> tuple[set[str], set[str], 
     return affected, caught & affected, rejected
 
 
-def run(prims: list[str], n_random: int = 40, log=print) -> dict:
+def run(prims: list[str], n_random: int = 40, log=print, programs_of=None) -> dict:
+    """Plant every mutant of ``prims``; ``programs_of(prim)`` overrides the programs verified."""
     from labrys.prelude import PRIMITIVES
     from test_prim_rules import CASES
 
     names = [a.name for a in algorithms()]
-    pool = random_programs(n_random)
+    pool = random_programs(n_random) if programs_of is None else []
     scores: dict[str, Score] = defaultdict(Score)
     unaffected: list[str] = []
     rejected_all: list[str] = []
@@ -149,8 +150,8 @@ def run(prims: list[str], n_random: int = 40, log=print) -> dict:
         if not cases or not ({"fwd", "rev"} & set(PRIMITIVES[prim].rules)):
             continue
         pattern = re.compile(rf"\({re.escape(prim)}[\s)]")
-        programs = prim_programs(prim) + example_programs(prim)[:EXAMPLES] + \
-            [p for p in pool if pattern.search(p.text)][:RANDOM]
+        programs = programs_of(prim) if programs_of is not None else \
+            prim_programs(prim) + example_programs(prim)[:EXAMPLES] + [p for p in pool if pattern.search(p.text)][:RANDOM]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             base = [run_verify(p) for p in programs]
