@@ -150,8 +150,9 @@ def run(prims: list[str], n_random: int = 40, log=print, programs_of=None) -> di
         if not cases or not ({"fwd", "rev"} & set(PRIMITIVES[prim].rules)):
             continue
         pattern = re.compile(rf"\({re.escape(prim)}[\s)]")
-        programs = programs_of(prim) if programs_of is not None else \
-            prim_programs(prim) + example_programs(prim)[:EXAMPLES] + [p for p in pool if pattern.search(p.text)][:RANDOM]
+        programs = programs_of(prim) if programs_of is not None else (
+            prim_programs(prim) + example_programs(prim)[:EXAMPLES]
+            + [p for p in pool if pattern.search(p.text)][:RANDOM])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             base = [run_verify(p) for p in programs]
