@@ -351,7 +351,8 @@ def report(rows: list[Row], names: list[str], as_json: bool = False, seed: int =
     for r in rows:
         used = [p.x + (f" (h = {p.step:g})" if p.step != checks.STEP else "") for p in r.points
                 if p.status == "checked"]
-        lines.append(f"  {r.function}: checked at {len(used)}: {', '.join(used) or '-'}")
+        lines.append(f"  {r.function}: checked at {len(used)}: {', '.join(used[:4]) or '-'}"
+                     + (", ... (--json lists them all)" if len(used) > 4 else ""))
         for status, xs in _skipped(r).items():
             lines.append(f"  {' ' * len(r.function)}  skipped {len(xs)} ({status}): {', '.join(xs[:3])}"
                          + (", ..." if len(xs) > 3 else ""))
