@@ -21,8 +21,10 @@ arithmetic allows on that very point, and the check is
   straight line), which is what shows when f is small because it cancels;
 - the dot-product test and the agreement between two algorithms compare
   sums: <rev(x, dy), dx> = sum_i rev_i dx_i against <dy, fwd(x, dx)> =
-  sum_j dy_j fwd_j; the sums are held to tol times sum_i |rev_i dx_i| +
-  sum_j |dy_j fwd_j|, and each side's own rounding noise is measured by
+  sum_j dy_j fwd_j; the sums are held to tol times ‖rev‖‖dx‖ + ‖dy‖‖fwd‖
+  (which bound sum_i |rev_i dx_i| and sum_j |dy_j fwd_j|, and also cover a
+  tangent whose parts differ by 10^170, the small one lost in rounding
+  inside the derivative), and each side's own rounding noise is measured by
   linearity: a derivative is linear in its (co)tangent, so
   ``fwd(x, s dx) / s - fwd(x, dx)`` (s = 1/3, not a power of two) is pure
   rounding error, which shows the cancellation inside the derivative itself.
@@ -44,6 +46,7 @@ STEP = 1e-5          # the first finite-difference step (relative to each Float'
 PROBE = 1.0 / 3.0    # the (co)tangent scale of the rounding probe (not a power of two)
 NOISE_FACTOR = 32.0  # how many measured rounding errors a comparison allows
 FD_FACTOR = 4.0      # how many estimated finite-difference errors a comparison allows
+TINY = 1e-290        # below this, numbers are compared absolutely (x + h·dx underflows for a subnormal dx)
 
 
 def floats(v: Any) -> np.ndarray:
@@ -144,12 +147,18 @@ def finite_differences(f: Callable[[Any], Any], x: Any, d: Any, fx: np.ndarray,
     disagree by more than 1% (h is beyond the scale on which f is smooth, as
     for sin at 1e8), h shrinks a hundredfold, up to three times; if they
     never agree, there are none ("do not converge")."""
+    coarser: Differences | None = None
     for k in range(4):
         got = _differences(f, x, d, fx, step * 100.0 ** -k)
         if isinstance(got, str):
             return got
+        if coarser is not None and not np.all(np.abs(got.value - coarser.value) <= 4 * (got.error + coarser.error)):
+            # a smaller step that contradicts the larger one is rounding, not resolution
+            # (1 + p² at p = 1e-8 rounds to 1 and f looks flat): no verdict here
+            return "finite differences do not converge at x (a smaller step contradicts the larger one)"
         if bool(np.all(np.abs(got.error) <= 0.01 * np.abs(got.value) + 16 * got.noise)):
             return got
+        coarser = got
     return "finite differences do not converge at x (f varies faster than any step resolves)"
 
 
@@ -230,12 +239,12 @@ class Comparison:
 
 
 def compare(a: np.ndarray, b: np.ndarray, tol: float, allowed: np.ndarray | float = 0.0) -> Comparison:
-    """a against b elementwise: |a - b| <= tol·max(|a|, |b|) + allowed; the worst element."""
+    """a against b elementwise: |a - b| <= tol·max(|a|, |b|) + allowed (+ TINY); the worst element."""
     a, b = np.atleast_1d(a), np.atleast_1d(b)
     if a.size == 0:
         return Comparison()
     err = np.abs(a - b)
-    bound = tol * np.maximum(np.abs(a), np.abs(b)) + np.broadcast_to(allowed, a.shape)
+    bound = tol * np.maximum(np.abs(a), np.abs(b)) + np.broadcast_to(allowed, a.shape) + TINY
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(bound > 0, err / np.where(bound > 0, bound, 1.0), np.where(err > 0, np.inf, 0.0))
     k = int(np.argmax(ratio))
@@ -252,15 +261,17 @@ class Pairing:
     noise: float
 
 
-def pairing(terms: np.ndarray, probe_terms: np.ndarray | None = None) -> Pairing:
-    """sum(terms), with the noise measured by the rounding probe (the same
-    sum computed from a scaled (co)tangent and scaled back)."""
-    value = float(np.sum(terms))
-    noise = abs(float(np.sum(probe_terms)) - value) if probe_terms is not None else 0.0
-    return Pairing(value, float(np.sum(np.abs(terms))), noise)
+def pairing(u: np.ndarray, v: np.ndarray, probe_u: np.ndarray | None = None) -> Pairing:
+    """<u, v>, its magnitude ‖u‖·‖v‖ (which bounds Σ|u_i v_i|, and also sees
+    the parts of v that a derivative adds to much larger ones and loses: a
+    tangent (1e-172, 1.5)), and the noise measured by the rounding probe
+    (u computed from a scaled (co)tangent and scaled back)."""
+    value = float(np.dot(u, v)) if u.size else 0.0
+    noise = abs(float(np.dot(probe_u, v)) - value) if probe_u is not None and u.size else 0.0
+    return Pairing(value, float(np.linalg.norm(u) * np.linalg.norm(v)), noise)
 
 
 def compare_pairings(a: Pairing, b: Pairing, tol: float) -> Comparison:
-    """The dot-product / agreement test: |a - b| <= tol·(Σ|a_i| + Σ|b_j|) + 32·(noise_a + noise_b)."""
-    allowed = tol * (a.magnitude + b.magnitude) + NOISE_FACTOR * (a.noise + b.noise)
+    """The dot-product / agreement test: |a - b| <= tol·(‖a‖ + ‖b‖) + 32·(noise_a + noise_b) (+ TINY)."""
+    allowed = tol * (a.magnitude + b.magnitude) + NOISE_FACTOR * (a.noise + b.noise) + TINY
     return Comparison(abs(a.value - b.value), allowed)
