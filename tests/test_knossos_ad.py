@@ -213,7 +213,7 @@ def dot_check(rev_out: Any, dx: Any, dr: Any, fwd_out: Any, label: str,
         assert np.all(np.isfinite(v)), f"{label}: {name} is not finite: {v}"
     lhs = checks.pairing(rev_f, dx_f, floats(rev_probe) if rev_probe is not None else None)
     rhs = checks.pairing(fwd_f, dr_f, floats(fwd_probe) if fwd_probe is not None else None)
-    c = checks.compare_pairings(lhs, rhs, DOT_TOL)
+    c = checks.compare_pairings(lhs, rhs, DOT_TOL, checks.unit_rounding(dx_f, dr_f))
     assert c.ok, f"{label}: <rev(x, dr), dx> = {lhs.value!r} but <dr, fwd(x, dx)> = {rhs.value!r} " \
                  f"(|difference| {c.error:.2e} > allowed {c.allowed:.2e})"
 

@@ -250,11 +250,11 @@ def _check_point(row: Row, f: Callable, derived: dict[str, Callable], algs: list
                                + checks.NOISE_FACTOR * side.noise)
         cell.record(c, where, "vs finite differences: ")
         pairings[alg.name] = checks.pairing(out, other, probe if checks.finite(probe) else None)
-    _agreement(row.cells["agree"], pairings, where, agree_tol)
+    _agreement(row.cells["agree"], pairings, where, agree_tol, checks.unit_rounding(dxs, dys))
     return "checked", diffs.step
 
 
-def _agreement(cell: Cell, pairings: dict[str, checks.Pairing], where: str, tol: float) -> None:
+def _agreement(cell: Cell, pairings: dict[str, checks.Pairing], where: str, tol: float, floor: float) -> None:
     """Every pair of algorithms gives the same <dy, J dx> (for a forward and a
     reverse derivation this is the dot-product test <rev(x,dy),dx> = <dy,fwd(x,dx)>)."""
     names = sorted(pairings)
@@ -263,7 +263,7 @@ def _agreement(cell: Cell, pairings: dict[str, checks.Pairing], where: str, tol:
     worst: tuple[float, Comparison, str] | None = None
     for i, a in enumerate(names):
         for b in names[i + 1:]:
-            c = checks.compare_pairings(pairings[a], pairings[b], tol)
+            c = checks.compare_pairings(pairings[a], pairings[b], tol, floor)
             if worst is None or c.ratio > worst[0]:
                 worst = (c.ratio, c, f"{a} vs {b}: ")
     if worst is not None and cell.ok:
