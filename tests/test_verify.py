@@ -183,3 +183,26 @@ def test_finite_differences_estimate_their_error_and_see_kinks():
     assert np.all(np.abs(d.value - exact) <= d.error) and np.all(d.error < 1e-8)
     assert "not differentiable" in checks.finite_differences(abs, 0.0, 1.0, np.array([0.0]))
     assert "undefined" in checks.finite_differences(lambda x: np.sqrt(x), 0.0, 1.0, np.array([0.0]))
+
+
+def test_the_false_alarms_of_the_long_sweep_stay_fixed():
+    """Cases the 2,000-example sweeps found; expectations by hand."""
+    from labrys import checks
+
+    # log (1 + 4p²) at p = 6e-8: f ~ 1e-14 from terms of size 1; d/dp = 8p / (1 + 4p²)
+    p = 5.960464477539063e-08
+    f = labrys.load("(def f Float (p : Float) (log (add 1.0 (mul (add p p) (add p p)))))").f
+    d = checks.finite_differences(f, p, 0.25, checks.floats(f(p)))
+    exact = 8 * p / (1 + 4 * p * p) * 0.25
+    assert isinstance(d, checks.Differences) and abs(d.value[0] - exact) <= checks.FD_FACTOR * d.error[0]
+    # a tangent (-7e-172, 1.499) whose small part fwd loses adding it to 1.499: rev·dx = 8.4e-172, fwd = 0
+    rev = checks.pairing(np.array([1.2, 0.0]), np.array([-7e-172, 1.499]))
+    fwd = checks.pairing(np.array([0.0]), np.array([1.0]))
+    assert checks.compare_pairings(rev, fwd, 1e-9).ok
+    assert not checks.compare_pairings(rev, checks.pairing(np.array([1.0]), np.array([1.0])), 1e-9).ok
+    # parts of 1e-256: the norm does not underflow to 0
+    assert checks.pairing(np.array([1.4e-256]), np.array([1.0])).magnitude == 1.4e-256
+    # 1 + p² rounds to 1 at a smaller step: no verdict rather than a wrong one
+    g = labrys.load("(def g Float (p : Float) (lgamma (add 1.0 (mul p p))))").g
+    got = checks.finite_differences(g, 1e-8, 0.0625, checks.floats(g(1e-8)))
+    assert isinstance(got, str) or abs(got.value[0] - (-0.5772156649 * 2e-8 * 0.0625)) <= 4 * got.error[0] + 1e-16

@@ -154,8 +154,8 @@ def finite_differences(f: Callable[[Any], Any], x: Any, d: Any, fx: np.ndarray,
         got = _differences(f, x, d, fx, step * 100.0 ** -k)
         if isinstance(got, str):
             return got
-        if got is None:
-            continue
+        if got is None:  # smaller steps only make rounding worse
+            return "finite differences undefined (f is rough at the scale of the step: rounding or oscillation)"
         if coarser is not None and not np.all(np.abs(got.value - coarser.value) <= 4 * (got.error + coarser.error)):
             # a smaller step that contradicts the larger one is rounding, not resolution
             # (1 + p² at p = 1e-8 rounds to 1 and f looks flat): no verdict here
