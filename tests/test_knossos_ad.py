@@ -198,7 +198,8 @@ def fd_check(f, x: Any, dx: Any, ad: Any, label: str, random: bool = False) -> N
     if random:
         assume(not isinstance(diffs, str))
     assert not isinstance(diffs, str), f"{label}: {diffs}"
-    allowed = FD_TOL * np.maximum(np.abs(ad), np.abs(diffs.value)) + checks.FD_FACTOR * diffs.error + checks.TINY
+    allowed = FD_TOL * np.maximum(np.abs(ad), np.abs(diffs.value)) + checks.FD_FACTOR * diffs.error + checks.TINY \
+        + checks.unit_rounding(floats(dx), np.ones(1))  # f = log (1 + p²) p at p = 1e-139 rounds to 0
     assert ad.shape == diffs.value.shape and np.all(np.abs(ad - diffs.value) <= allowed), \
         f"{label}: derivative {ad} vs finite differences {diffs.value} ± {allowed}"
 

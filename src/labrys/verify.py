@@ -242,12 +242,13 @@ def _check_point(row: Row, f: Callable, derived: dict[str, Callable], algs: list
             continue
         if against == "J·dx":
             noise = np.abs(probe - out) if checks.finite(probe) else 0.0
-            c = checks.compare(out, diffs.value, tol, checks.FD_FACTOR * diffs.error + checks.NOISE_FACTOR * noise)
+            c = checks.compare(out, diffs.value, tol, checks.FD_FACTOR * diffs.error + checks.NOISE_FACTOR * noise
+                               + checks.unit_rounding(dxs, np.ones(1)))
         else:
             side = checks.pairing(out, other, probe if checks.finite(probe) else None)
             c = checks.compare(np.array(side.value), np.array(fd_dot.value), 0.0,
                                tol * (side.magnitude + fd_dot.magnitude) + checks.FD_FACTOR * fd_dot_error
-                               + checks.NOISE_FACTOR * side.noise)
+                               + checks.NOISE_FACTOR * side.noise + checks.unit_rounding(dxs, dys))
         cell.record(c, where, "vs finite differences: ")
         pairings[alg.name] = checks.pairing(out, other, probe if checks.finite(probe) else None)
     _agreement(row.cells["agree"], pairings, where, agree_tol, checks.unit_rounding(dxs, dys))
