@@ -112,6 +112,8 @@ def assert_same(got, want, where: str) -> None:
             assert ulps_apart(float(g), float(w)) <= 4, f"{where}: {got!r} vs {want!r}"
     elif isinstance(want, float):
         assert isinstance(got, float) and ulps_apart(got, want) <= 4, f"{where}: {got!r} vs {want!r}"
+    elif isinstance(got, np.ndarray):  # an empty vector: interp's list vs an array
+        assert len(got) == len(want) == 0, f"{where}: {got!r} vs {want!r}"
     else:
         assert got == want and type(got) is type(want), f"{where}: {got!r} vs {want!r}"
 
@@ -131,6 +133,7 @@ def test_random_programs_agree_on_every_backend(gen):
     text = gen.text
     results = {b: outcome(text, gen.entry, gen.args, b) for b in BACKENDS}
     want = results["interp"]
-    assume(not (isinstance(want, tuple) and len(want) == 2 and want[0] == "error" and "recursion" in want[1]))
+    assume(not (isinstance(want, tuple) and len(want) == 2 and isinstance(want[0], str) and want[0] == "error"
+                and "recursion" in want[1]))
     for backend in ("python", "compiled"):
         assert_same(results[backend], want, f"{backend} vs interp on\n{text}\nargs {gen.args!r}")
