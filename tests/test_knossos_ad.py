@@ -42,7 +42,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import labrys
-from labrys import METER, LabrysError
+from labrys import METER, LabrysError, checks
 from labrys.ir.types import BOOL, FLOAT, INTEGER, TTensor, TTuple, Type
 from labrys.opt.simplify import contains_linear_map
 from labrys.values import from_python, to_python
@@ -183,23 +183,40 @@ def rel_err(a: np.ndarray, b: np.ndarray, floor: float = 0.0) -> float:
     return 0.0 if diff == 0.0 else diff / scale if scale > 0 else math.inf
 
 
-def fd_check(f, x: Any, dx: Any, ad: Any, label: str) -> None:
+def fd_check(f, x: Any, dx: Any, ad: Any, label: str, random: bool = False) -> None:
     """``ad`` (the Float parts of a tangent of f at x along dx) against central
-    differences. Allowed: FD_TOL relative, plus the differences' own roundoff
-    (a few ulps of f, divided by the step)."""
-    hi, lo = floats(f(axpy(x, FD_H, dx))), floats(f(axpy(x, -FD_H, dx)))
-    fd = (hi - lo) / (2 * FD_H)
+    differences at two steps, Richardson-extrapolated; allowed: FD_TOL relative
+    plus four times the differences' own error estimate (labrys.checks).  A
+    non-finite derivative fails; a point where the differences are undefined
+    (f not finite or not smooth next to x) fails, or with ``random`` is rejected
+    with ``assume``."""
     ad = floats(ad)
-    noise = 16 * EPS * max(float(np.max(np.abs(hi), initial=0.0)), float(np.max(np.abs(lo), initial=0.0))) / FD_H
-    err = rel_err(ad, fd, floor=max(noise / FD_TOL, FD_FLOOR))
-    assert err <= FD_TOL, f"{label}: derivative {ad} vs finite differences {fd} (relative error {err:.2e})"
+    assert np.all(np.isfinite(ad)), f"{label}: the derivative is not finite: {ad}"
+    fx = floats(f(x))
+    step = checks.STEP * max(1.0, float(np.max(np.abs(floats(x)), initial=0.0)))
+    diffs = checks.finite_differences(f, x, dx, fx, step)
+    if random:
+        assume(not isinstance(diffs, str))
+    assert not isinstance(diffs, str), f"{label}: {diffs}"
+    allowed = FD_TOL * np.maximum(np.abs(ad), np.abs(diffs.value)) + checks.FD_FACTOR * diffs.error + checks.TINY \
+        + checks.unit_rounding(floats(dx), np.ones(1))  # f = log (1 + p²) p at p = 1e-139 rounds to 0
+    assert ad.shape == diffs.value.shape and np.all(np.abs(ad - diffs.value) <= allowed), \
+        f"{label}: derivative {ad} vs finite differences {diffs.value} ± {allowed}"
 
 
-def dot_check(rev_out: Any, dx: Any, dr: Any, fwd_out: Any, label: str) -> None:
-    lhs, rhs = inner(rev_out, dx), inner(dr, fwd_out)
-    scale = max(abs(lhs), abs(rhs), 1e-300)  # subnormal inner products lose relative precision
-    assert abs(lhs - rhs) <= DOT_TOL * scale + 1e-310, \
-        f"{label}: <rev(x, dr), dx> = {lhs!r} but <dr, fwd(x, dx)> = {rhs!r}"
+def dot_check(rev_out: Any, dx: Any, dr: Any, fwd_out: Any, label: str,
+              rev_probe: Any = None, fwd_probe: Any = None) -> None:
+    """<rev(x, dr), dx> = <dr, fwd(x, dx)> to DOT_TOL times ‖rev‖‖dx‖ + ‖dr‖‖fwd‖,
+    plus 32 times each side's rounding noise
+    measured by a probe (the same derivative of a scaled (co)tangent, scaled back)."""
+    rev_f, dx_f, dr_f, fwd_f = floats(rev_out), floats(dx), floats(dr), floats(fwd_out)
+    for name, v in (("rev", rev_f), ("fwd", fwd_f)):
+        assert np.all(np.isfinite(v)), f"{label}: {name} is not finite: {v}"
+    lhs = checks.pairing(rev_f, dx_f, floats(rev_probe) if rev_probe is not None else None)
+    rhs = checks.pairing(fwd_f, dr_f, floats(fwd_probe) if fwd_probe is not None else None)
+    c = checks.compare_pairings(lhs, rhs, DOT_TOL, checks.unit_rounding(dx_f, dr_f))
+    assert c.ok, f"{label}: <rev(x, dr), dx> = {lhs.value!r} but <dr, fwd(x, dx)> = {rhs.value!r} " \
+                 f"(|difference| {c.error:.2e} > allowed {c.allowed:.2e})"
 
 
 def same(a: Any, b: Any, label: str) -> None:
@@ -294,7 +311,8 @@ def test_rev_is_transpose_of_fwd(path):
         dx, dr = rand_like(c.x, rng), rand_like(y, rng)
         r = rev(c.x, dr)
         assert_tangent_of(r, c.x, f"{path.name}: [rev {c.entry}] result")
-        dot_check(r, dx, dr, fwd(c.x, dx), f"{path.name} trial {trial}")
+        dot_check(r, dx, dr, fwd(c.x, dx), f"{path.name} trial {trial}",
+                  probe(rev(c.x, scale(dr, checks.PROBE))), probe(fwd(c.x, scale(dx, checks.PROBE))))
 
 
 @corpus
@@ -593,12 +611,24 @@ def _check_random_program(gen, data, revs=("rev",), fwds=("fwd",)) -> None:
     dx = data.draw(tangent_values(d.arg_type if len(args) == 1 else TTuple(tuple(types)), x), label="dx")
     dx = coerce_tangent(dx, x)
     forward = {name: m.derive(name, gen.entry)(x, dx) for name in fwds}
+    fwd_probes = {name: probe(m.derive(name, gen.entry)(x, scale(dx, checks.PROBE))) for name in fwds}
     for name in revs:
         g = m.derive(name, gen.entry)(x, 1.0)
+        g_probe = probe(m.derive(name, gen.entry)(x, checks.PROBE))
         assert_tangent_of(g, x, f"[{name} {gen.entry}] of\n{text}")
-        fd_check(primal, x, dx, inner(g, dx), f"[{name} {gen.entry}] vs finite differences at {x!r} of\n{text}")
+        fd_check(primal, x, dx, inner(g, dx), f"[{name} {gen.entry}] vs finite differences at {x!r} of\n{text}",
+                 random=True)
         for other, dy in forward.items():
-            dot_check(g, dx, 1.0, dy, f"[{name}] vs [{other}] at {x!r} of\n{text}")
+            dot_check(g, dx, 1.0, dy, f"[{name}] vs [{other}] at {x!r} of\n{text}", g_probe, fwd_probes[other])
+
+
+def scale(t: Any, s: float) -> Any:
+    return checks.scale(t, s)
+
+
+def probe(t: Any) -> np.ndarray:
+    """The Float parts of a derivative of a (co)tangent scaled by checks.PROBE, scaled back."""
+    return floats(t) / checks.PROBE
 
 
 def coerce_tangent(t: Any, like: Any) -> Any:

@@ -279,7 +279,7 @@ def test_every_pass_of_every_algorithm_makes_well_typed_code(path, monkeypatch):
 
 LAYERS = [{"errors", "context", "util", "version"}, {"ir"}, {"values", "syntax"}, {"types"}, {"prelude"}, {"opt"},
           {"ad"}, {"backends"},
-          {"api", "transforms", "cost", "verify", "adbench", "bench", "cli", "__init__", "__main__"}]
+          {"api", "transforms", "cost", "verify", "checks", "adbench", "bench", "cli", "__init__", "__main__"}]
 
 
 def _layer(part: str) -> int:

@@ -1,9 +1,13 @@
-"""``labrys verify``: check every derivation against central finite
-differences, against each other (dot-product test) and across algorithms.
+"""``labrys verify``: check every derivation against finite differences,
+against each other (the dot-product test) and across algorithms, at points
+it reports (docs/verification.md).
 
 Every implemented derivation of the registry (:mod:`labrys.ad.registry`) whose
 calling convention is forward-like or reverse-like is checked on every
-function that accepts it.
+function that accepts it.  A non-finite number in a derivative or in a
+compared value is a failure, never a pass; a point where the function itself
+is not finite or not differentiable is skipped (and reported), and another
+point is drawn.  The tolerances are those of :mod:`labrys.checks`.
 """
 from __future__ import annotations
 
@@ -12,9 +16,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import checks
 from .ad import REGISTRY
 from .ad.derivation import Derivation
 from .api import Derivative, Function, Module
+from .checks import Comparison, floats
 from .cost import sized_value
 from .errors import LabrysError
 from .ir import nodes as ir
@@ -24,45 +30,19 @@ from .types.checker import Signature
 from .types.tangent import is_constant_tangent
 from .values import Inj, Sparse, to_python
 
+TOL = 1e-6           # relative error allowed beyond the estimated finite-difference error
+AGREE_TOL = 1e-9     # relative to the magnitudes summed, beyond the measured rounding noise
+EDGES = (0.0, 1.0, -1.0, 1e-8, 1e4)  # edge points: every Float set to one of these
+
 
 def algorithms() -> list[Derivation]:
     """The derivations verify checks: every implemented forward or reverse one."""
     return [d for d in REGISTRY if d.implemented and not d.internal and d.convention.direction]
 
 
-def _floats(v: Any) -> list[float]:
-    """The Float parts of a (tangent) value, flattened in a fixed order."""
-    if isinstance(v, (bool, int, str)):
-        return []
-    if isinstance(v, float):
-        return [v]
-    if isinstance(v, tuple):
-        return [x for e in v for x in _floats(e)]
-    if isinstance(v, Inj):
-        return _floats(v.value)
-    if isinstance(v, np.ndarray) and v.dtype != object:
-        return [float(x) for x in v.ravel()]
-    return [x for e in (v.ravel() if isinstance(v, np.ndarray) else v) for x in _floats(e)]
-
-
 def random_value(t: Type, rng: np.random.Generator, tangent: bool = False) -> Any:
     """A random value of type t with small sizes (vectors of 3, Integers in 0..3)."""
     return sized_value(t, 3, rng, tangent, random_integers=True)
-
-
-def _axpy(x: Any, h: float, d: Any) -> Any:
-    """x + h·d for a primal x and a tangent d (Integer parts unchanged)."""
-    if isinstance(x, float):
-        return x + h * d
-    if isinstance(x, (bool, int, str)):
-        return x
-    if isinstance(x, tuple):
-        return tuple(_axpy(a, h, b) for a, b in zip(x, d))
-    if isinstance(x, np.ndarray) and x.dtype != object:
-        return x + h * np.asarray(d)
-    if isinstance(x, Inj):
-        return Inj(x.left, _axpy(x.value, h, d.value))
-    return [_axpy(a, h, b) for a, b in zip(x, d)]
 
 
 def _tangent_like(v: Any, rng: np.random.Generator) -> Any:
@@ -87,94 +67,208 @@ def _tangent_like(v: Any, rng: np.random.Generator) -> Any:
     return [_tangent_like(x, rng) for x in v]
 
 
+def _with_floats(v: Any, value: float) -> Any:
+    """v with every Float part set to ``value`` (an edge point)."""
+    if isinstance(v, float):
+        return value
+    if isinstance(v, (bool, int, str)):
+        return v
+    if isinstance(v, tuple):
+        return tuple(_with_floats(x, value) for x in v)
+    if isinstance(v, Inj):
+        return Inj(v.left, _with_floats(v.value, value))
+    if isinstance(v, np.ndarray) and v.dtype != object:
+        return np.full(v.shape, value)
+    if isinstance(v, np.ndarray):
+        out = np.empty(v.shape, dtype=object)
+        for idx in np.ndindex(v.shape):
+            out[idx] = _with_floats(v[idx], value)
+        return out
+    return [_with_floats(x, value) for x in v]
+
+
 @dataclass
 class Cell:
     ok: bool | None           # None: unsupported
-    error: float = 0.0        # max relative error seen
+    error: float = 0.0        # |computed - expected| at the worst point
     detail: str = ""
+    tolerance: float = 0.0    # what was allowed there
+    checked: int = 0          # points checked
 
     def text(self) -> str:
         if self.ok is None:
             return f"unsupported: {self.detail}"
-        return f"✓ {self.error:.1e}" if self.ok else f"✗ {self.detail}"
+        if not self.ok:
+            return f"✗ {self.detail}"
+        return f"✓ {self.error:.1e} ≤ {self.tolerance:.1e}"
+
+    def record(self, c: Comparison, where: str, what: str = "") -> None:
+        """Count one checked point; keep the worst (error / allowed); fail beyond it."""
+        self.checked += 1
+        if self.checked == 1 or c.ratio > (self.error / self.tolerance if self.tolerance else
+                                           (0.0 if self.error == 0 else float("inf"))):
+            self.error, self.tolerance = c.error, c.allowed
+        if not c.ok:
+            self.ok, self.detail = False, f"{what}{c.error:.1e} > {c.allowed:.1e} at x = {where}"
+
+    def fail(self, detail: str) -> None:
+        self.ok, self.detail = False, detail
+
+
+@dataclass
+class Point:
+    """A point verify tried: the argument, the finite-difference step, and
+    "checked" or why it was skipped."""
+
+    x: str
+    step: float
+    status: str
 
 
 @dataclass
 class Row:
     function: str
     cells: dict[str, Cell] = field(default_factory=dict)
+    points: list[Point] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok is not False for c in self.cells.values())
 
 
-def _rel(a: float, b: float) -> float:
-    return abs(a - b) / max(abs(a), abs(b), 1e-3)
-
-
-def check_function(module: Module, sig: Signature, trials: int = 3, tol: float = 1e-5,
-                   seed: int = 0) -> Row:
-    """Every registered algorithm on one function, at ``trials`` random points."""
+def check_function(module: Module, sig: Signature, points: int = 3, tol: float = TOL, seed: int = 0,
+                   edges: bool = True, agree_tol: float = AGREE_TOL, trials: int | None = None) -> Row:
+    """Every registered algorithm on one function: at the edge points (every
+    Float 0, 1, -1, 1e-8 or 1e4) where the function is finite and smooth, and
+    at ``points`` random points (more are drawn when some are skipped)."""
+    points = trials if trials is not None else points
     row = Row(show_name(sig.name))
     rng = np.random.default_rng(seed)
     f = module.function(sig.name)[sig.arg]
+    algs = algorithms()
     derived: dict[str, Callable] = {}
-    for alg in algorithms():
+    for alg in algs:
         try:
             derived[alg.name] = _derived(module, alg.name, sig)
         except LabrysError as exc:
             row.cells[alg.name] = Cell(None, detail=_where(exc))
-    for _ in range(trials):
-        try:
-            if has_function(sig.ret):
-                raise LabrysError(f"a function-typed result ({sig.ret}) has no finite differences")
-            x = random_value(sig.arg, rng)
-        except LabrysError as exc:
-            for alg in algorithms():
-                row.cells[alg.name] = Cell(None, detail=str(exc.message))
-            return row
-        dx = _tangent_like(x, rng)
-        try:
-            dy = _tangent_like(f(x), rng)
-            h = 1e-6
-            fd = [(a - b) / (2 * h) for a, b in zip(_floats(f(_axpy(x, h, dx))), _floats(f(_axpy(x, -h, dx))))]
-        except LabrysError:
-            continue  # the function is not defined around this point
-        fd_dot = float(np.dot(fd, _floats(dy))) if fd else 0.0
-        results: dict[str, list[float]] = {}
-        for alg in algorithms():
-            if alg.name not in derived or row.cells.get(alg.name, Cell(True)).ok is False:
-                continue
-            cell = row.cells.setdefault(alg.name, Cell(True))
-            try:
-                if alg.convention.direction == "forward":
-                    out = _floats(alg.convention.tangent(derived[alg.name](x, dx)))
-                    err = max((_rel(a, b) for a, b in zip(out, fd)), default=0.0)
-                    results[alg.name] = [float(np.dot(out, _floats(dy)))]
-                else:
-                    out = _floats(derived[alg.name](x, dy))
-                    err = _rel(float(np.dot(out, _floats(dx))), fd_dot)
-                    results[alg.name] = [float(np.dot(out, _floats(dx)))]
-            except LabrysError as exc:
-                row.cells[alg.name] = Cell(False, detail=_where(exc))
-                continue
-            cell.error = max(cell.error, err)
-            if err > tol:
-                cell.ok, cell.detail = False, f"{err:.1e} at x = {_short(x)}"
-        _agreement(row, results, x)
+    for alg in algs:
+        row.cells.setdefault(alg.name, Cell(True))
+    row.cells["agree"] = Cell(True)
+    if has_function(sig.ret):
+        for alg in algs:
+            row.cells[alg.name] = Cell(None, detail=f"a function-typed result ({sig.ret}) has no finite differences")
+        del row.cells["agree"]
+        return row
+    try:
+        first = random_value(sig.arg, rng)
+    except LabrysError as exc:
+        for alg in algs:
+            row.cells[alg.name] = Cell(None, detail=str(exc.message))
+        del row.cells["agree"]
+        return row
+    candidates = [_with_floats(first, e) for e in EDGES] if edges and floats(first).size else []
+    n_edges, checked, tries = len(candidates), 0, 0
+    while checked < points and tries < 10 * max(points, 1):
+        if candidates:
+            x = candidates.pop(0)
+        else:
+            x, tries = random_value(sig.arg, rng), tries + 1
+        status = _check_point(row, f, derived, algs, x, rng, tol, agree_tol)
+        row.points.append(Point(_short(x), status[1], status[0]))
+        if status[0] == "checked" and len(row.points) > n_edges:
+            checked += 1
+    reasons = "; ".join(f"{why} ({len(xs)} points)" for why, xs in _skipped(row).items())
+    for name, cell in row.cells.items():
+        if cell.ok and cell.checked == 0 and name != "agree":
+            cell.fail(f"nothing checked: {reasons}")
+        elif cell.ok and cell.checked == 0 and len(derived) > 1:
+            cell.fail("nothing compared: fewer than two algorithms gave finite results" if not reasons
+                      else f"nothing checked: {reasons}")
+    if len(derived) <= 1:
+        del row.cells["agree"]
     return row
 
 
-def _agreement(row: Row, results: dict[str, list[float]], x: Any, tol: float = 1e-8) -> None:
+def _check_point(row: Row, f: Callable, derived: dict[str, Callable], algs: list[Derivation], x: Any,
+                 rng: np.random.Generator, tol: float, agree_tol: float) -> tuple[str, float]:
+    """Check every algorithm at x; "checked", or why x was skipped; and the step used."""
+    where = _short(x)
+    try:
+        y = f(x)
+    except LabrysError as exc:
+        return f"f fails at x ({exc.message})", 0.0
+    fx = floats(y)
+    if not checks.finite(fx):
+        return f"f is {checks.non_finite(fx)} at x", 0.0
+    dx = checks.scale_tangent(_tangent_like(x, rng), x)
+    dy = _tangent_like(y, rng)
+    diffs = checks.finite_differences(f, x, dx, fx)
+    if isinstance(diffs, str):
+        return diffs, checks.STEP
+    dxs, dys = floats(dx), floats(dy)
+    fd_dot = checks.pairing(diffs.value, dys)
+    fd_dot_error = float(np.dot(diffs.error, np.abs(dys)))
+    pairings: dict[str, checks.Pairing] = {}
+    for alg in algs:
+        cell = row.cells[alg.name]
+        if alg.name not in derived or cell.ok is not True:
+            continue
+        call = derived[alg.name]
+        try:
+            if alg.convention.direction == "forward":
+                out = floats(alg.convention.tangent(call(x, dx)))
+                probe = floats(alg.convention.tangent(call(x, checks.scale(dx, checks.PROBE)))) / checks.PROBE
+                twice = floats(alg.convention.tangent(call(x, checks.scale(dx, 4.0)))) / 4.0
+                other, against = dys, "J·dx"
+            else:
+                out = floats(call(x, dy))
+                probe = floats(call(x, checks.scale(dy, checks.PROBE))) / checks.PROBE
+                twice = floats(call(x, checks.scale(dy, 4.0))) / 4.0
+                other, against = dxs, "Jᵀ·dy"
+        except LabrysError as exc:
+            cell.fail(_where(exc))
+            continue
+        if not checks.finite(out):
+            cell.fail(f"{checks.non_finite(out)} in {against} at x = {where}")
+            continue
+        if not checks.linear(out, twice):
+            cell.fail(f"{against} is not linear in {'dx' if against == 'J·dx' else 'dy'} at x = {where}: "
+                      f"4 times the {'tangent' if against == 'J·dx' else 'cotangent'} gives not 4 times the result")
+            continue
+        if out.shape != (diffs.value.shape if against == "J·dx" else dxs.shape):
+            cell.fail(f"{against} has {out.size} Floats, expected "
+                      f"{diffs.value.size if against == 'J·dx' else dxs.size} at x = {where}")
+            continue
+        if against == "J·dx":
+            noise = np.abs(probe - out) if checks.finite(probe) else 0.0
+            c = checks.compare(out, diffs.value, tol, checks.FD_FACTOR * diffs.error + checks.NOISE_FACTOR * noise
+                               + checks.unit_rounding(dxs, np.ones(1)))
+        else:
+            side = checks.pairing(out, other, probe if checks.finite(probe) else None)
+            c = checks.compare(np.array(side.value), np.array(fd_dot.value), 0.0,
+                               tol * (side.magnitude + fd_dot.magnitude) + checks.FD_FACTOR * fd_dot_error
+                               + checks.NOISE_FACTOR * side.noise + checks.unit_rounding(dxs, dys))
+        cell.record(c, where, "vs finite differences: ")
+        pairings[alg.name] = checks.pairing(out, other, probe if checks.finite(probe) else None)
+    _agreement(row.cells["agree"], pairings, where, agree_tol, checks.unit_rounding(dxs, dys))
+    return "checked", diffs.step
+
+
+def _agreement(cell: Cell, pairings: dict[str, checks.Pairing], where: str, tol: float, floor: float) -> None:
     """Every pair of algorithms gives the same <dy, J dx> (for a forward and a
     reverse derivation this is the dot-product test <rev(x,dy),dx> = <dy,fwd(x,dx)>)."""
-    names = sorted(results)
-    cell = row.cells.setdefault("agree", Cell(True))
-    for a in names:
-        for b in names:
-            if a < b:
-                err = _rel(results[a][0], results[b][0]) if max(abs(results[a][0]), abs(results[b][0])) > 1e-300 \
-                    else 0.0
-                cell.error = max(cell.error, err)
-                if err > tol and cell.ok:
-                    cell.ok, cell.detail = False, f"{a} vs {b}: {err:.1e} at x = {_short(x)}"
+    names = sorted(pairings)
+    if len(names) < 2:
+        return
+    worst: tuple[float, Comparison, str] | None = None
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            c = checks.compare_pairings(pairings[a], pairings[b], tol, floor)
+            if worst is None or c.ratio > worst[0]:
+                worst = (c.ratio, c, f"{a} vs {b}: ")
+    if worst is not None and cell.ok:
+        cell.record(worst[1], where, worst[2])
 
 
 def _derived(module: Module, derivation: str, sig: Signature) -> Callable:
@@ -195,12 +289,17 @@ def _where(exc: LabrysError) -> str:
 
 
 def _short(x: Any) -> str:
-    return repr(to_python(x) if not isinstance(x, list) else x)[:60]
+    text = repr(to_python(x) if not isinstance(x, list) else x)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def verify(module: Module, name: str | None = None, progress: Callable[[str], None] = lambda text: None,
            **options: Any) -> list[Row]:
-    """One row per function (or for ``name``) whose input and output hold Floats."""
+    """One row per function (or for ``name``) whose input and output hold Floats.
+
+    Options: ``points`` (random points per function, default 3; ``trials`` is
+    the old name), ``seed`` (default 0: the same points every run), ``tol``,
+    ``agree_tol``, ``edges`` (also try the edge points; default True)."""
     rows = []
     for d in module.program.decls:
         if not isinstance(d, ir.Def) or (name is not None and show_name(d.name) != name):
@@ -214,3 +313,48 @@ def verify(module: Module, name: str | None = None, progress: Callable[[str], No
         raise LabrysError(f"no differentiable function named {name} (its argument and result need Floats)")
     return rows
 
+
+def passed(rows: list[Row]) -> bool:
+    """True when something was checked and no cell failed (what the CLI's exit code says)."""
+    return bool(rows) and all(r.ok for r in rows) and any(c.checked for r in rows for c in r.cells.values())
+
+
+def _skipped(row: Row) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for p in row.points:
+        if p.status != "checked":
+            out.setdefault(p.status, []).append(p.x)
+    return out
+
+
+def report(rows: list[Row], names: list[str], as_json: bool = False, seed: int = 0) -> str:
+    """The table (or JSON) ``labrys verify`` prints: per cell ✓ error ≤ tolerance
+    or ✗ why; then per function the points tried (with ``seed``), and the steps."""
+    import json
+
+    if as_json:
+        return json.dumps([{"function": r.function, "ok": r.ok,
+                            "points": [{"x": p.x, "step": p.step, "status": p.status} for p in r.points],
+                            **{n: {"ok": c.ok, "max_error": c.error, "tolerance": c.tolerance,
+                                   "checked": c.checked, "detail": c.detail}
+                               for n, c in r.cells.items()}} for r in rows], indent=2)
+    if not rows:
+        return "nothing checked: no function takes and returns Floats"
+    width = max([len("function")] + [len(r.function) for r in rows])
+    texts = [{n: r.cells[n].text() if n in r.cells else "-" for n in names} for r in rows]
+    widths = {n: max([len(n)] + [len(t[n]) for t in texts]) for n in names}
+    lines = ["function".ljust(width) + "".join(f" | {n:<{widths[n]}}" for n in names).rstrip()]
+    for r, t in zip(rows, texts):
+        lines.append((r.function.ljust(width) + "".join(f" | {t[n]:<{widths[n]}}" for n in names)).rstrip())
+    lines.append("")
+    lines.append(f"points (seed {seed}; finite differences move each Float by h·|x| (h at 0) and h/2·|x|, "
+                 f"h = {checks.STEP:g} unless shown, Richardson-extrapolated):")
+    for r in rows:
+        used = [p.x + (f" (h = {p.step:g})" if p.step != checks.STEP else "") for p in r.points
+                if p.status == "checked"]
+        lines.append(f"  {r.function}: checked at {len(used)}: {', '.join(used[:4]) or '-'}"
+                     + (", ... (--json lists them all)" if len(used) > 4 else ""))
+        for status, xs in _skipped(r).items():
+            lines.append(f"  {' ' * len(r.function)}  skipped {len(xs)} ({status}): {', '.join(xs[:3])}"
+                         + (", ..." if len(xs) > 3 else ""))
+    return "\n".join(lines)

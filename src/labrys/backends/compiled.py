@@ -10,7 +10,7 @@ the generator's reason is printed and the def runs on ``python``.  Numba
 could still refuse generated code (a type it cannot unify): that is a note
 and a fallback too.  At run time, compiled code raises a plain exception
 where the interpreter reports a positioned error (an index out of range, a
-failed assert, Integer division by zero); the call is then re-run on
+failed assert, Integer division by zero, a size too large to allocate); the call is then re-run on
 ``python`` (compiled defs are pure), which reports the error exactly as the
 interpreter does.
 
@@ -138,13 +138,13 @@ class CompiledBackend(PythonBackend):
             def run1(arg: Any) -> Any:
                 try:
                     return fn(c(arg))
-                except (ArithmeticError, LookupError, AssertionError, ValueError, TypeError):
+                except (ArithmeticError, LookupError, AssertionError, ValueError, TypeError, MemoryError):
                     return on_python(arg)
             return run1
 
         def run(arg: Any) -> Any:
             try:
                 return fn(*[c(x) for c, x in zip(convert, arg)])
-            except (ArithmeticError, LookupError, AssertionError, ValueError, TypeError):
+            except (ArithmeticError, LookupError, AssertionError, ValueError, TypeError, MemoryError):
                 return on_python(arg)
         return run

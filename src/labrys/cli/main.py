@@ -168,22 +168,13 @@ def cmd_algorithms(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from ..verify import algorithms, verify
+    from ..verify import algorithms, passed, report, verify
 
     with progress(f"verifying {args.file}") as say:
-        rows = verify(load(args.file, backend=args.backend), args.fn, trials=args.trials, tol=args.tol, progress=say)
-    names = [a.name for a in algorithms()] + ["agree"]
-    if args.json:
-        print(json.dumps([{"function": r.function,
-                           **{n: {"ok": c.ok, "max_rel_error": c.error, "detail": c.detail}
-                              for n, c in r.cells.items()}} for r in rows], indent=2))
-    else:
-        width = max([len("function")] + [len(r.function) for r in rows])
-        print("function".ljust(width) + "".join(f" | {n:<18}" for n in names))
-        for r in rows:
-            print(r.function.ljust(width) + "".join(f" | {r.cells[n].text():<18}" if n in r.cells else " | -"
-                                                    for n in names))
-    return 1 if any(c.ok is False for r in rows for c in r.cells.values()) else 0
+        rows = verify(load(args.file, backend=args.backend), args.fn, points=args.points, seed=args.seed,
+                      tol=args.tol, progress=say)
+    print(report(rows, [a.name for a in algorithms()] + ["agree"], args.json, args.seed))
+    return 0 if passed(rows) else 1
 
 
 def cmd_adbench(args: argparse.Namespace) -> int:
@@ -353,8 +344,11 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("file", metavar="FILE")
     verify.add_argument("fn", metavar="FN", nargs="?")
     verify.add_argument("--json", action="store_true", help="machine-readable output")
-    verify.add_argument("--trials", type=int, default=3, help="random points per function (default 3)")
-    verify.add_argument("--tol", type=float, default=1e-5, help="relative error allowed (default 1e-5)")
+    verify.add_argument("--points", "--trials", type=int, default=3, dest="points",
+                        help="random points per function, besides the edge points 0, ±1, 1e-8, 1e4 (default 3)")
+    verify.add_argument("--seed", type=int, default=0, help="seed of the random points and directions (default 0)")
+    verify.add_argument("--tol", type=float, default=1e-6,
+                        help="relative error allowed beyond the estimated rounding and truncation (default 1e-6)")
     add_backend(verify)
     verify.set_defaults(handler=cmd_verify)
 

@@ -43,9 +43,9 @@ def _lgamma(x: float) -> float:
 
 
 _UNARY = {
-    "exp": _ieee(math.exp, np.exp), "log": _log, "sin": math.sin, "cos": math.cos, "tan": math.tan,
-    "tanh": math.tanh, "sinh": _ieee(math.sinh, np.sinh), "cosh": _ieee(math.cosh, np.cosh), "sqrt": _sqrt,
-    "erf": math.erf, "lgamma": _lgamma,
+    "exp": _ieee(math.exp, np.exp), "log": _log, "sin": _ieee(math.sin, np.sin), "cos": _ieee(math.cos, np.cos),
+    "tan": _ieee(math.tan, np.tan), "tanh": math.tanh, "sinh": _ieee(math.sinh, np.sinh),
+    "cosh": _ieee(math.cosh, np.cosh), "sqrt": _sqrt, "erf": math.erf, "lgamma": _lgamma,
 }
 _UFUNC = {"exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos, "tan": np.tan, "tanh": np.tanh,
           "sinh": np.sinh, "cosh": np.cosh, "sqrt": np.sqrt}

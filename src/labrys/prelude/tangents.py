@@ -9,17 +9,17 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir.build import C
-from ..ir.types import FLOAT, TBase, TTensor, TTuple, Type
+from ..ir.types import FLOAT, INTEGER, TBase, TTensor, TTuple, Type
 from ..types.primitives import args_of, primitive, spread
 from ..types.tangent import tangent_type
 from ..values import PrimError, Sparse, dense, make_vec, numel, sparse_add
-from .arith import Op2, _scale, is_data, is_float_struct, lift1, lift2
+from .arith import Op2, _scale, is_data, is_float_struct, lift1, lift2, wrap64
 
 
 def add_fn(t: Type) -> Op2:
     """``a + b`` on values of numeric type ``t``; understands sparse vectors."""
     if isinstance(t, TTensor):
-        plain = lift2("add", t, lambda _: operator.add, np.add)
+        plain = lift2("add", t, _scalar_add, np.add)
 
         def add(a, b):  # Note [Sparse cotangents]: a sparse term is added in O(1)
             if isinstance(a, Sparse) or isinstance(b, Sparse):
@@ -33,7 +33,12 @@ def add_fn(t: Type) -> Op2:
     if isinstance(t, TTuple):
         fs = [add_fn(e) for e in t.elems]
         return lambda a, b: tuple(f(x, y) for f, x, y in zip(fs, a, b))
-    return operator.add
+    return _scalar_add(t)
+
+
+def _scalar_add(t: Type) -> Op2:
+    """Integers wrap around at 64 bits on every backend (docs/reference.md §5)."""
+    return (lambda a, b: wrap64(a + b)) if t == INTEGER else operator.add
 
 
 def ts_add_fn(t: Type) -> Op2:

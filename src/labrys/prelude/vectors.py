@@ -4,6 +4,8 @@ unzip, dup, elim (docs/reference.md §4–5), and the helpers of derivative code
 from __future__ import annotations
 
 import itertools
+import math
+import os
 from typing import Any, Callable
 
 import numpy as np
@@ -25,10 +27,24 @@ def _rank_of_size(t: Type) -> int | None:
 
 
 def _shape(n: Any, name: str) -> tuple[int, ...]:
+    """The shape a size ``n`` asks for; a negative size, or (except for
+    ``sumbuild``, which allocates nothing) a tensor of more elements than the
+    machine has memory for, is a user error (positioned by the caller)."""
     shape = (n,) if isinstance(n, int) else tuple(n)
     if any(k < 0 for k in shape):
         raise PrimError(f"{name}: negative size {n}")
+    if name != "sumbuild" and math.prod(shape) > max_elements():
+        raise PrimError(f"{name}: size {n} is too large to allocate ({math.prod(shape)} elements; "
+                        f"this machine has memory for at most {max_elements()} Floats)")
     return shape
+
+
+def max_elements() -> int:
+    """How many 8-byte numbers fit in the machine's physical memory."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 8
+    except (ValueError, OSError, AttributeError):  # not POSIX: 2**40 bytes
+        return 1 << 37
 
 
 def _indices(shape: tuple[int, ...]):
