@@ -269,3 +269,22 @@ def test_print_of_a_knossos_style_main(capsys):
   (print (deltaVec 3 5 1.0) " " (map2 (lam (p : Tuple Float Float) (add (get$1$2 p) (get$2$2 p)))
                                       (Vec_init 1.0 2.0) (Vec_init 10.0 20.0))))""").function("main")()
     assert capsys.readouterr().out == "[0.0, 0.0, 0.0] [11.0, 22.0]"
+
+
+# --- ifold: every reverse algorithm differentiates it (a fold over the indices) ---
+
+IFOLD = """
+(def powsum Float ((x : Float) (n : Integer))
+  (ifold n (lam (acc_i : (Tuple Float Integer))
+             (add (mul (get$1$2 acc_i) x) (to_float (get$2$2 acc_i))))
+         1.0))
+"""
+
+
+@pytest.mark.parametrize("method", ["rev", "sufrev", "deltarev", "dualrev", "chadrev"])
+def test_ifold_is_differentiated_by_every_reverse_algorithm(method):
+    # acc_{k+1} = acc_k·x + k from acc_0 = 1, n = 3: x³ + x + 2, derivative 3x² + 1
+    m = load(IFOLD)
+    assert m.powsum(2.0, 3) == 12.0
+    dx, dn = m.derive(method, "powsum")((2.0, 3), 1.0)
+    assert dx == pytest.approx(13.0) and dn == ()

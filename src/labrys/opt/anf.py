@@ -185,6 +185,13 @@ def _desugar(e: ir.Expr, fresh: FreshNames, ts_sumbuild: bool) -> ir.Expr:
     if ts_sumbuild and isinstance(e, ir.Call) and e.func in ("nTimes", "ccl") and isinstance(e.arg, ir.Tuple) \
             and isinstance(e.arg.elems[2], ir.Lam):
         return _iterate_as_fold(e.func, *e.arg.elems, fresh)
+    if ts_sumbuild and isinstance(e, ir.Call) and e.func == "ifold" and isinstance(e.arg, ir.Tuple) \
+            and isinstance(e.arg.elems[1], ir.Lam):
+        # (ifold n f acc0) = (fold f acc0 (build n (lam (i : Integer) i))): f already takes (acc, i)
+        n, f, acc0 = e.arg.elems
+        i = fresh("i")
+        indices = ir.Call("build", ir.Tuple((n, ir.Lam(i, INTEGER, ir.Var(i)))))
+        return ir.Call("fold", ir.Tuple((f, acc0, indices)))
     if isinstance(e, ir.Call) and e.func == "map2" and isinstance(e.arg, ir.Tuple):
         f, u, v = e.arg.elems
         rank = getattr(u.type, "rank", None)
@@ -234,7 +241,8 @@ def desugar_map(e: ir.Expr, fresh: FreshNames) -> ir.Expr:
 
 @deep
 def desugar_for_ad(e: ir.Expr, fresh: FreshNames) -> ir.Expr:
-    """As :func:`desugar_map`, and ``(ts_sumbuild n f like)`` (reverse-mode code's
+    """As :func:`desugar_map`, ``(ifold n f acc0)`` as a fold over the indices, and
+    ``(ts_sumbuild n f like)`` (reverse-mode code's
     loops) as ``(if (eq n 0) (ts_zero like) (sumbuild n f))``, so derivative code can
     be differentiated again by rules every algorithm already has."""
     return _desugar(e, fresh, True)
