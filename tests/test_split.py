@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import labrys
-from labrys.ad.bog import Bog
+from labrys.ad.bog_runtime import Bog
 from labrys.ad.registry import REGISTRY
 from labrys.ad.suf import single_use_form, uses
 from labrys.cli.main import main

@@ -33,7 +33,7 @@ recursive BOG type, which the language cannot write (why the Knossos compiler
 refused recursion).  A generated ``[suffwdpass f]`` therefore returns its BOG
 behind the opaque type ``BOG`` (``bogPack``), and ``[sufrevpass f]`` opens it
 (``(bogOpen b (lam (w : B) w))``: the λ only carries the structure type B for
-the checker).  At run time a BOG is a box (:class:`Bog`), so keeping one costs
+the checker).  At run time a BOG is a box (:class:`.bog_runtime.Bog`), so keeping one costs
 one operation, like the reference it is; a loop keeps each iteration's BOG
 boxed too unless it is a few scalars.  Inside one function every BOG is structurally typed and
 checked; ``labrys show`` prints B in the stage title.
@@ -47,44 +47,14 @@ from ..ir import nodes as ir
 from ..ir.build import C, V
 from ..ir.names import DerivedName, TypedName, erase_types
 from ..ir.traverse import FreshNames, children, free_vars
-from ..ir.types import BOG, FLOAT, INTEGER, TLam, TSum, TTuple, Type
+from ..ir.types import BOG, FLOAT, INTEGER, TSum, TTuple, Type
 from ..opt.anf import rename_apart
 from ..types.checker import Functions, Signature
-from ..types.primitives import args_of, lookup, primitive, spread
+from ..types.primitives import lookup
 from ..types.tangent import is_constant_tangent, tangent_type, zero_tangent
 from ..util.deep import deep
+from . import bog_runtime  # noqa: F401  (registers bogPack and bogOpen)
 from .suf import LOOPS_WITH_LAMBDA, free_var_table, unsupported
-
-
-def _one(result, arg) -> int:
-    return 1
-
-
-def _open_type(t: Type) -> Type | None:
-    ab = args_of(t, 2)
-    if ab and ab[0] == BOG and isinstance(ab[1], TLam) and ab[1].arg == ab[1].res:
-        return ab[1].res
-    return None
-
-
-class Bog:
-    """A BOG at run time: an opaque box, so keeping one costs one operation on the
-    op meter, like the reference it is (Note [Opaque BOGs])."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value) -> None:
-        self.value = value
-
-    def __repr__(self) -> str:
-        return "<BOG>"
-
-
-primitive("bogPack", lambda t: BOG, lambda t: Bog,
-          "(bogPack b): a function's BOG behind the opaque type BOG (split reverse mode).", _one, nondiff=True)
-primitive("bogOpen", _open_type, lambda t: spread(lambda b, w: b.value),
-          "(bogOpen b (lam (w : B) w)): the BOG b as its structure type B (split reverse mode).", _one,
-          nondiff=True)
 
 
 @dataclass
