@@ -301,9 +301,7 @@ def test_sufrev_agrees_with_rev_and_finite_differences_on_examples_and_corpus(pa
         rev, sufrev = row.cells.get("rev"), row.cells.get("sufrev")
         if rev is None or not rev.ok:
             continue
-        # split mode's one known gap: loops over tensors of rank > 1 (docs/split.md), a positioned refusal
-        tensor_gap = sufrev.ok is None and "rank > 1" in sufrev.detail
-        assert sufrev.ok or tensor_gap, f"{path.name} {row.function}: {sufrev.text()}"
+        assert sufrev.ok, f"{path.name} {row.function}: {sufrev.text()}"
         assert "✗" not in row.cells.get("agree", verify.Cell(True)).text()
 
 

@@ -1,8 +1,9 @@
 """The loops of BOG AD (:mod:`.bog`): ``build``/``sumbuild`` (Fig. 24, Fig. 26's
 build with its environment) and ``fold``.
 
-    Γ ⊢ build n (λi. e) : Vec T   ↦   forward: the vector of (result, BOG) pairs
-                                      reverse: Σᵢ ∇r⟦e⟧ ∂t[i] bᵢ   (ts_sumbuild)
+    Γ ⊢ build n (λi. e) : Tensor N T  ↦  forward: the Tensor N of (result, BOG) pairs, one
+                                         per index i (an Integer, or a tuple of N of them)
+                                         reverse: Σᵢ ∇r⟦e⟧ ∂t[i] bᵢ   (ts_sumbuild over the same i)
     Γ ⊢ fold (λt. e) a v : A        ↦   forward: the fold; a, v and what the λ captures kept
                                       reverse: RFold (Fig. 15) with the step's split as its
                                                reverse step
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.build import C, V
-from ..ir.types import BOG, FLOAT, INTEGER, TTuple, Vec
+from ..ir.types import BOG, FLOAT, INTEGER, TTensor, TTuple
 from ..types.tangent import tangent_type
 from .suf import unsupported
 
@@ -36,24 +37,25 @@ def build(s, b, binder, rhs: ir.Call, f: str, arg: ir.Tuple) -> None:
     """build/sumbuild: the forward pass keeps each iteration's BOG; the reverse sums
     the λ's ∂s over them."""
     n, lam_ = arg.elems
-    if not isinstance(lam_, ir.Lam) or n.type != INTEGER:
-        raise unsupported(f"'{f}' over a tensor of rank > 1, or without a literal lambda", rhs)
-    i = lam_.var
-    s.types[i] = INTEGER
+    if not isinstance(lam_, ir.Lam):
+        raise unsupported(f"'{f}' without a literal lambda", rhs)
+    i, index_t = lam_.var, lam_.var_type  # Integer, or a tuple of Integers over a Tensor N
+    s.types[i] = index_t
+    rank = len(index_t.elems) if isinstance(index_t, TTuple) else 1
     consumed = sorted(s.fv(lam_))
     inner = s.block(lam_.body, b, (i,))
     pairs = s.fresh("vb")
     boxed = not _scalars(inner.bog_type)  # Note [Opaque BOGs]: one op per iteration, not its size
     box = (lambda x: C("bogPack", x)) if boxed else (lambda x: x)
-    b.emit((pairs, C("build", n, ir.Lam(i, INTEGER, s.forward(inner, box)))))
-    item = ir.Lam(i, INTEGER, ir.Get(1, 2, C("index", V(i), V(pairs))))
+    b.emit((pairs, C("build", n, ir.Lam(i, index_t, s.forward(inner, box)))))
+    item = ir.Lam(i, index_t, ir.Get(1, 2, C("index", V(i), V(pairs))))
     b.emit((binder, C(f, C("size", V(pairs)), item)))
     keep = s.differentiable(consumed)
     if not keep:
         return
     pair_t = TTuple((inner.tail.type, BOG if boxed else inner.bog_type))
     s.types[pairs] = pair_t
-    b.store(pairs, Vec(pair_t))
+    b.store(pairs, TTensor(rank, pair_t))
     for x in keep:
         s.keep(b, x)
     dv = s.atom_cot(b, binder)
@@ -64,7 +66,7 @@ def build(s, b, binder, rhs: ir.Call, f: str, arg: ir.Tuple) -> None:
     body = s.reverse(inner, dt_i, bog_i, keep)
     like = ir.Tuple(tuple(V(x) for x in keep))
     b.cur.append((tuple(s.cot(x) for x in keep),
-                  C("ts_sumbuild", C("size", V(pairs)), ir.Lam(i, INTEGER, body), like)))
+                  C("ts_sumbuild", C("size", V(pairs)), ir.Lam(i, index_t, body), like)))
 
 
 def fold(s, b, binder, rhs: ir.Call, f: str, arg: ir.Tuple) -> None:
