@@ -6,12 +6,13 @@ from .context import METER, set_max_depth
 from .errors import LabrysError
 from .syntax.parser import parse_expr, parse_program
 from .syntax.printer import show_expr, show_program
-from .transforms import grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, value_and_grad, vjp
+from .transforms import default_method, grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, value_and_grad, vjp
 from .types.tangent import tangent_type
 from .verify import verify
 from .version import __version__
 
-__all__ = ["Derivative", "Function", "LabrysError", "grad", "hessian", "hvp", "jacfwd", "jacobian", "jacrev", "jvp",
+__all__ = ["Derivative", "Function", "LabrysError", "default_method", "grad", "hessian", "hvp", "jacfwd", "jacobian",
+           "jacrev", "jvp",
            "value_and_grad", "vjp", "METER", "Module", "check_program",
            "evaluate", "load", "parse_expr", "parse_program", "show_expr", "show_program", "tangent_type", "verify",
            "set_max_depth",

@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .ad import REGISTRY
+from .ad.default_gradient import Choice, default_gradient
 from .ad.derivation import Derivation
 from .ad.dual_io import cotangent_like, count_reals
 from .api import Derivative, Function
@@ -34,9 +35,12 @@ FORWARD, REVERSE = "forward", "reverse"
 Argnums = int | Sequence[int] | None
 
 
-def grad(f: Function, argnums: Argnums = None, has_aux: bool = False, method: str = "rev") -> Callable[..., Any]:
+def grad(f: Function, argnums: Argnums = None, has_aux: bool = False,
+         method: str | None = None) -> Callable[..., Any]:
     """The gradient of a Float-valued labrys function: ``grad(m.f)(x, y)``.  With
-    ``has_aux``, f returns ``(value, aux)`` and the result is ``(gradient, aux)``."""
+    ``has_aux``, f returns ``(value, aux)`` and the result is ``(gradient, aux)``.
+    No ``method``: the default gradient, ``rev`` or ``sufrev`` as
+    :func:`default_method` says for f."""
     both = value_and_grad(f, argnums, has_aux, method)
 
     def gradient(*args: Any) -> Any:
@@ -46,10 +50,11 @@ def grad(f: Function, argnums: Argnums = None, has_aux: bool = False, method: st
 
 
 def value_and_grad(f: Function, argnums: Argnums = None, has_aux: bool = False,
-                   method: str = "rev") -> Callable[..., tuple[Any, Any]]:
+                   method: str | None = None) -> Callable[..., tuple[Any, Any]]:
     """``(f(x), grad f(x))`` from one derivative run (the value, with has_aux, is ``(value, aux)``)."""
     f = _function(f, "value_and_grad")
-    entry = _method(method, (REVERSE, FORWARD), "grad")
+    chosen = method
+    entry = _method(method or "rev", (REVERSE, FORWARD), "grad")  # the default is rev or sufrev: both REV
     _check_argnums(argnums)
 
     def both(*args: Any) -> tuple[Any, Any]:
@@ -65,7 +70,7 @@ def value_and_grad(f: Function, argnums: Argnums = None, has_aux: bool = False,
                               "has_aux=True for (Tuple Float AUX))")
         else:
             seed = 1.0
-        derived = Derivative(f.module, method, sig)
+        derived = Derivative(f.module, chosen or default_gradient(f.module.derivations, sig).method, sig)
         if entry.convention.direction == REVERSE:
             g = derived(_primal(args), seed)
         else:  # one directional derivative per real of the argument
@@ -85,13 +90,26 @@ def jvp(f: Function, primals: tuple, tangents: tuple, method: str = "fwd") -> tu
     return f(*primals), entry.convention.tangent(out)
 
 
-def vjp(f: Function, *primals: Any, method: str = "rev") -> tuple[Any, Callable[[Any], Any]]:
+def vjp(f: Function, *primals: Any, method: str | None = None) -> tuple[Any, Callable[[Any], Any]]:
     """(f(primals), the pullback: a cotangent of the result to one of the arguments)."""
     f = _function(f, "vjp")
-    _method(method, (REVERSE,), "vjp")
+    _method(method or "rev", (REVERSE,), "vjp")
     sig, _ = f.select(primals)
-    back = Derivative(f.module, method, sig)
+    back = Derivative(f.module, method or default_gradient(f.module.derivations, sig).method, sig)
     return f(*primals), lambda ct: _shaped_like(back(_primal(primals), ct), _primal(primals))
+
+
+def default_method(f: Function, *args: Any) -> Choice:
+    """The reverse mode ``grad(f)`` uses with no method (``rev`` or ``sufrev``) and why
+    (Note [The default gradient]); ``args`` pick an overload of f."""
+    f = _function(f, "default_method")
+    if args:
+        sig = f.select(args)[0]
+    elif len(f.sigs) == 1:
+        sig = f.sigs[0]
+    else:
+        raise LabrysError(f"{show_name(f.name)} is overloaded: pass arguments, or name one ('[f Float]')")
+    return default_gradient(f.module.derivations, sig)
 
 
 def jacrev(f: Function, argnums: Argnums = None, method: str = "rev") -> Callable[..., Any]:

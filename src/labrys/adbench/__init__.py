@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ..ad import REGISTRY
+from ..ad.default_gradient import default_gradient
 from ..ad.derivation import Derivation
 from ..api import Module, load
 from ..errors import LabrysError
@@ -89,13 +90,16 @@ class GmmResult:  # the result of a scalar objective (GMM, LSTM): objective, gra
     objective: float
     gradient: np.ndarray  # ADBench layout: alphas, means (row-major), icf (row-major)
     fd_relative_error: float
+    method: str = ""      # the reverse derivation that made the gradient, and why (the default's reason)
+    why: str = ""
 
     @property
     def ok(self) -> bool:
         return self.fd_relative_error < 1e-5
 
     def summary(self) -> list[str]:
-        return [f"objective        {self.objective:.17g}",
+        by = [f"gradient by      {self.method}" + (f" (the default gradient: {self.why})" if self.why else "")]
+        return [f"objective        {self.objective:.17g}", *(by if self.method else []),
                 f"gradient         {len(self.gradient)} entries, |g| = {float((self.gradient ** 2).sum()) ** 0.5:.10g}",
                 "first entries    " + " ".join(f"{g:.10g}" for g in self.gradient[:6]),
                 "finite-difference check along a random direction: "
@@ -105,12 +109,23 @@ class GmmResult:  # the result of a scalar objective (GMM, LSTM): objective, gra
         return write_outputs(path, self, out_dir)
 
 
-def run_gmm(path: str | Path, derivation: str = "rev", seed: int = 0, backend: str | None = None) -> GmmResult:
+def gradient_method(m: Module, fn: str, derivation: str | None) -> tuple[str, str]:
+    """The reverse derivation --deriv names, or the default gradient of fn and why
+    (Note [The default gradient])."""
+    if derivation is not None:
+        return algorithm(derivation, ("reverse",)).name, ""
+    choice = default_gradient(m.derivations, m.function(fn).sigs[0])
+    return choice.method, choice.reason
+
+
+def run_gmm(path: str | Path, derivation: str | None = None, seed: int = 0,
+            backend: str | None = None) -> GmmResult:
     data = read_gmm(path)
     m = program("gmm", backend)
     args = data.arguments()
     objective = m.gmm_objective(*args)
-    back = m.derive(algorithm(derivation, ("reverse",)).name, "gmm_objective")
+    method, why = gradient_method(m, "gmm_objective", derivation)
+    back = m.derive(method, "gmm_objective")
     _, d_alphas, d_means, d_icf, _ = back(args, 1.0)
     gradient = np.concatenate([np.ravel(d_alphas), np.ravel(np.array(d_means)), np.ravel(np.array(d_icf))])
     sizes = np.cumsum([data.alphas.size, data.means.size])
@@ -120,7 +135,7 @@ def run_gmm(path: str | Path, derivation: str = "rev", seed: int = 0, backend: s
         moved = GmmInput(data.alphas + a, data.means + mu.reshape(data.means.shape),
                          data.icf + q.reshape(data.icf.shape), data.x, data.gamma, data.m)
         return m.gmm_objective(*moved.arguments())
-    return GmmResult(objective, gradient, _directional_check(at, gradient, seed))
+    return GmmResult(objective, gradient, _directional_check(at, gradient, seed), method, why)
 
 
 def output_paths(path: str | Path, out_dir: str | Path, tool: str = "labrys") -> tuple[Path, Path]:
@@ -158,12 +173,14 @@ def read_lstm(path: str | Path) -> LstmInput:
                      seq.reshape(c, b))
 
 
-def run_lstm(path: str | Path, derivation: str = "rev", seed: int = 0, backend: str | None = None) -> GmmResult:
+def run_lstm(path: str | Path, derivation: str | None = None, seed: int = 0,
+             backend: str | None = None) -> GmmResult:
     data = read_lstm(path)
     m = program("lstm", backend)
     args = data.arguments()
     objective = m.lstm_objective(*args)
-    d_main, d_extra, _, _ = m.derive(algorithm(derivation, ("reverse",)).name, "lstm_objective")(args, 1.0)
+    method, why = gradient_method(m, "lstm_objective", derivation)
+    d_main, d_extra, _, _ = m.derive(method, "lstm_objective")(args, 1.0)
     gradient = np.concatenate([np.ravel(np.array(d_main)), np.ravel(np.array(d_extra))])
 
     def at(t: float, v: np.ndarray) -> float:
@@ -171,7 +188,7 @@ def run_lstm(path: str | Path, derivation: str = "rev", seed: int = 0, backend: 
         moved = LstmInput(data.main + dm.reshape(data.main.shape), data.extra + de.reshape(data.extra.shape),
                           data.state, data.sequence)
         return m.lstm_objective(*moved.arguments())
-    return GmmResult(objective, gradient, _directional_check(at, gradient, seed))
+    return GmmResult(objective, gradient, _directional_check(at, gradient, seed), method, why)
 
 
 def _directional_check(at, gradient: np.ndarray, seed: int, h: float = 1e-6) -> float:
@@ -186,8 +203,8 @@ from .ba import read_ba, run_ba  # noqa: E402  (ba.py and hand.py use the helper
 from .hand import read_hand, run_hand  # noqa: E402
 
 # problem -> (path, derivation or None for the problem's default, backend) -> result
-RUNNERS = {"gmm": lambda path, deriv=None, backend=None: run_gmm(path, deriv or "rev", backend=backend),
-           "lstm": lambda path, deriv=None, backend=None: run_lstm(path, deriv or "rev", backend=backend),
+RUNNERS = {"gmm": lambda path, deriv=None, backend=None: run_gmm(path, deriv, backend=backend),
+           "lstm": lambda path, deriv=None, backend=None: run_lstm(path, deriv, backend=backend),
            "ba": lambda path, deriv=None, backend=None: run_ba(path, deriv or "rev", backend=backend),
            "hand": lambda path, deriv=None, backend=None: run_hand(path, deriv or "fwd", backend=backend)}
 __all__ = ["read_ba", "read_gmm", "read_hand", "read_lstm", "run_ba", "run_gmm", "run_hand", "run_lstm",

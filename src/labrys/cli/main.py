@@ -262,7 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("fn", metavar="FN", help="the function, e.g. f or '[f Float]'")
     show.add_argument("--stages", action="store_true", help="print the program after every pass")
     show.add_argument("--deriv", metavar="NAME",
-                      help=f"the derivation (default rev): {', '.join(REGISTRY.names(internal=True))} "
+                      help="the derivation (default: the default gradient, rev or sufrev, and why; with --stages the "
+                           f"2019 Demo's fwd and rev): {', '.join(REGISTRY.names(internal=True))} "
                            "(labrys algorithms lists them)")
     show.add_argument("--unoptimised", action="store_true", help="print the derivation before optimisation")
     show.add_argument("--timings", action="store_true", help="with --stages: the time each pass took")
@@ -316,7 +317,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="gmm, lstm, ba or hand (the simple variant; the model is the folder 'model' beside DATAFILE)")
     adb.add_argument("datafile", metavar="DATAFILE")
     adb.add_argument("--deriv", metavar="NAME",
-                     help="derivation to use: gmm and lstm take a reverse one (default rev); ba and hand any forward "
+                     help="derivation to use: gmm and lstm take a reverse one (default: the default gradient, rev or "
+                          "sufrev, docs/split.md); ba and hand any forward "
                           f"or reverse one ({', '.join(REGISTRY.names('forward') + REGISTRY.names('reverse'))}; "
                           "default rev for ba, fwd for hand)")
     adb.add_argument("--out", metavar="DIR",

@@ -5,6 +5,7 @@ import json
 import sys
 
 from ..ad import REGISTRY
+from ..ad.default_gradient import default_gradient
 from ..api import load
 from ..syntax.printer import show_decl
 
@@ -29,7 +30,15 @@ def rule(title: str) -> None:
 
 
 def show(path: str, fn: str, stages: bool, derivation: str | None, optimise: bool, timings: bool = False) -> int:
+    """No derivation named: the default gradient (with which one and why), or with
+    ``stages`` the 2019 Demo's stages."""
     module = load(path, backend="interp")
+    if derivation is None:
+        sigs = module.function(fn).sigs
+        if len(sigs) == 1:
+            choice = default_gradient(module.derivations, sigs[0])
+            print(f"; the default gradient (labrys.grad, labrys adbench) is {choice.method}: {choice.reason}")
+            derivation = None if stages else choice.method
     if not stages:
         highlight(module.derive(derivation or "rev", fn, optimise=optimise).source)
         return 0
