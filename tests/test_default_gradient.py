@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import labrys
-from labrys.ad import default_gradient as dg
 from labrys.cli.main import main
 from labrys.errors import LabrysError
 

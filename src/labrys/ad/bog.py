@@ -54,6 +54,7 @@ from ..types.primitives import lookup
 from ..types.tangent import is_constant_tangent, tangent_type, zero_tangent
 from ..util.deep import deep
 from . import bog_runtime  # noqa: F401  (registers bogPack and bogOpen)
+from .bog_cps import BINDINGS, CONTINUATIONS, FRAME, if_frame
 from .suf import LOOPS_WITH_LAMBDA, free_var_table, unsupported
 
 
@@ -104,8 +105,8 @@ def wrap(bindings, body: ir.Expr) -> ir.Expr:
 class Split:
     """∇f and ∇r of Fig. 24 for one def in SUF."""
 
-    def __init__(self, d: ir.Def, functions: Functions, fresh: FreshNames) -> None:
-        self.functions, self.fresh = functions, fresh
+    def __init__(self, d: ir.Def, functions: Functions, fresh: FreshNames, style: str = BINDINGS) -> None:
+        self.functions, self.fresh, self.style = functions, fresh, style
         self.types: dict[str, Type] = {p.name: p.type for p in d.params}
         self.cots: dict[str, str] = {}
         self.alias: dict[str, str] = {}   # a copy made by dup -> the variable it copies
@@ -183,13 +184,22 @@ class Split:
                 unpack: bool = True) -> ir.Expr:
         """∇r of the block: bind ∂ of everything, return the tuple of ∂ of ``consumed``
         (``unpack=False``: the block's forward bindings are in scope, not its BOG)."""
-        out = []
-        if b.stored and unpack:
-            out.append((tuple(b.stored), bog))
-        out.extend((copy, V(root)) for copy, root in b.aliases.items())
-        for group in reversed(b.rev):
-            out.extend((binder, dt if isinstance(rhs, str) else rhs) for binder, rhs in group)
-        return wrap(out, ir.Tuple(tuple(self.cot_of(x) for x in consumed)))
+        return self.reverse_then(b, dt, bog, ir.Tuple(tuple(self.cot_of(x) for x in consumed)), unpack)
+
+    def reverse_then(self, b: Block, dt: ir.Expr, bog: ir.Expr | None, sigma: ir.Expr,
+                     unpack: bool = True) -> ir.Expr:
+        """``∇r⟦e⟧ ∂t b σ`` (Fig. 25's form): the block's reverse code, then σ where every
+        ∂ it binds is in scope.  A reverse item is a binding, or (with the continuation
+        style, :mod:`.bog_cps`) a *frame*, a function from σ to the code around it."""
+        body = sigma
+        for group in b.rev:  # the first forward binding's reverse runs last: innermost
+            for binder, rhs in reversed(group):
+                if binder is FRAME:
+                    body = rhs(body)
+                else:
+                    body = ir.Let(binder, dt if isinstance(rhs, str) else rhs, body)
+        body = wrap([(copy, V(root)) for copy, root in b.aliases.items()], body)
+        return ir.Let(tuple(b.stored), bog, body) if b.stored and unpack else body
 
     def forward_bindings(self, b: Block, body: ir.Expr) -> ir.Expr:
         """The block's forward bindings around ``body`` (a fold's reverse step)."""
@@ -361,6 +371,9 @@ class Split:
         if not keep:
             return
         dv = self.atom_cot(b, binder)
+        if self.style == CONTINUATIONS:
+            b.cur.append((FRAME, if_frame(self, blocks, V(bog), dv, keep)))
+            return
         lv, rv = self.fresh("bl"), self.fresh("br")
         alts = [self.reverse(blk, dv, V(v), keep) for blk, v in zip(blocks, (lv, rv))]
         b.cur.append((tuple(self.cot(x) for x in keep), ir.Case(V(bog), lv, alts[0], rv, alts[1])))
@@ -403,9 +416,11 @@ def _binder_types(e: ir.Expr, types: dict[str, Type]) -> None:
 
 
 @deep
-def split(d: ir.Def, functions: Functions, fresh: FreshNames) -> tuple[ir.Def, ir.Def, Type]:
-    """``[suffwdpass f]`` and ``[sufrevpass f]`` of the SUF def ``d``, and f's BOG type."""
-    s = Split(d, functions, fresh)
+def split(d: ir.Def, functions: Functions, fresh: FreshNames,
+          style: str = BINDINGS) -> tuple[ir.Def, ir.Def, Type]:
+    """``[suffwdpass f]`` and ``[sufrevpass f]`` of the SUF def ``d``, and f's BOG type,
+    the reverse pass in the bindings (Fig. 24) or continuation (Fig. 25) style."""
+    s = Split(d, functions, fresh, style)
     blk = s.block(d.body)
     base = erase_types(d.name)
     params = d.params

@@ -103,6 +103,7 @@ class Derivation:
     compiled: bool = True                         # its code runs on the compiled backend (else on python)
     runtime: str = ""                             # the run-time support it needs, if any
     strategies: tuple[str, ...] = ()              # alternative ways to generate it, the default first
+    default_strategy: Callable[[], str] | None = None  # the default when it is not the first (e.g. from $ENV)
     internal: bool = False                        # a step other derivations call ([dual f]), not a user's
     treats: Callable[[Any], str] | None = None    # how it treats a call of each primitive (registry.coverage)
 

@@ -82,6 +82,8 @@ class Derivations:
 
 def _strategy(entry: Derivation, strategy: str | None) -> str | None:
     if strategy is None:
+        if entry.default_strategy is not None:
+            return entry.default_strategy()
         return entry.strategies[0] if entry.strategies else None
     if strategy not in entry.strategies:
         choices = ", ".join(entry.strategies) if entry.strategies else "none (it has one way)"

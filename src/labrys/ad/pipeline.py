@@ -39,7 +39,7 @@ ORIGINAL = "original"
 @dataclass(frozen=True)
 class Pass:
     name: str
-    title: str
+    title: str | Callable[["Work"], str]   # a function of the Work when it names the strategy
     run: Callable[[ir.Def, "Work"], ir.Def]
     source: str | None = None
     view: bool = False
@@ -96,7 +96,8 @@ def run_pipeline(passes: tuple[Pass, ...], d: ir.Def, work: Work, views: bool = 
         start = time.perf_counter()
         source = p.source or (order[-1] if p.view else current)
         out = typed(p.run(stages[source].d, work), work.functions, p.name, lint)
-        stages[p.name] = Stage(p.name, p.title, out, time.perf_counter() - start, p.view)
+        title = p.title(work) if callable(p.title) else p.title
+        stages[p.name] = Stage(p.name, title, out, time.perf_counter() - start, p.view)
         order.append(p.name)
         if not p.view:
             current = p.name

@@ -21,17 +21,36 @@ Note [One split per function]
 agree on the layout of f's BOG.  Both read the same memo entry (per program,
 per function): the SUF def and its split are computed once, by whichever
 pipeline runs first, and the other takes its half.
+
+Note [Two styles]
+~~~~~~~~~~~~~~~~~
+The reverse pass comes in Fig. 24's bindings style (the default) or Fig. 25's
+continuation style (:mod:`.bog_cps`): the three derivations' strategies
+``bindings`` and ``continuations``, picked by ``m.derive(..., strategy=...)``
+for one function or by ``$LABRYS_SPLIT_STYLE`` for every function a program
+derives.  A derived function's callees are generated in the default style
+(a call ``[sufrevpass g]`` cannot name a style), so ``strategy=`` sets f's own
+reverse pass: ``[sufrev f]`` in a style other than the default inlines f's
+reverse pass in that style instead of calling ``[sufrevpass f]``.  The forward
+pass and the BOG are the same in both styles; the memo is per style.  ``show
+--stages`` names the style in the reverse pass's title.
 """
 from __future__ import annotations
 
+import os
+
+from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.build import V
 from ..ir.names import DerivedName, erase_types
+from ..ir.traverse import all_names
 from ..ir.types import BOG, TTuple, Type
+from ..opt.anf import rename_apart
 from ..opt.simplify import simplify
 from ..types.tangent import tangent_type
 from . import knossos
 from .bog import pass_name, split
+from .bog_cps import BINDINGS, CONTINUATIONS, STYLES
 from .pipeline import Pass, Work, fresh_for
 from .suf import single_use_form
 
@@ -52,8 +71,29 @@ def _suf_pass(d: ir.Def, work: Work) -> ir.Def:
 def _halves(d: ir.Def, work: Work) -> tuple[ir.Def, ir.Def, Type]:
     entry = _memo(work, d)  # Note [One split per function]
     if "split" not in entry:
-        entry["split"] = split(d, work.functions, work.fresh)
+        entry["split"] = split(d, work.functions, work.fresh, style(work))
     return entry["split"]
+
+
+STYLE_ENV = "LABRYS_SPLIT_STYLE"
+
+
+def default_style() -> str:
+    """The reverse pass's style when none is asked for: ``$LABRYS_SPLIT_STYLE``, else
+    the bindings style (Note [Two styles])."""
+    chosen = os.environ.get(STYLE_ENV, "") or BINDINGS
+    if chosen not in STYLES:
+        raise LabrysError(f"${STYLE_ENV}={chosen!r}: choose one of {', '.join(STYLES)}")
+    return chosen
+
+
+def style(work: Work) -> str:
+    return work.strategy or BINDINGS
+
+
+def _reverse_title(work: Work) -> str:
+    figure = "Fig. 25, continuation style" if style(work) == CONTINUATIONS else "Fig. 24, bindings style"
+    return f"BOG reverse pass [sufrevpass f] ({figure})"
 
 
 def _forward_pass(d: ir.Def, work: Work) -> ir.Def:
@@ -71,8 +111,16 @@ def _wrapper(d: ir.Def, work: Work) -> ir.Def:
     s = ir.Param(fresh("x"), d.arg_type)
     dt = ir.Param(fresh("dt"), tangent_type(d.ret))
     t, b = fresh("t"), fresh("b")
-    body = ir.Let((t, b), ir.Call(DerivedName("suffwdpass", base), V(s.name)),
-                  ir.Call(DerivedName("sufrevpass", base), ir.Tuple((V(dt.name), V(b)))))
+    back = ir.Call(DerivedName("sufrevpass", base), ir.Tuple((V(dt.name), V(b))))
+    if style(work) != default_style():
+        # Note [Two styles]: [sufrevpass f] would be generated in the default style; f's own
+        # reverse pass, in the style asked for, is inlined instead (its callees' stay default)
+        fresh.avoid(all_names(d.body))
+        rev = _halves(d, work)[1]
+        back = rename_apart(ir.Let(rev.params[0].name, V(dt.name), ir.Let(rev.params[1].name, V(b), rev.body)),
+                            fresh)
+        back = simplify(back)
+    body = ir.Let((t, b), ir.Call(DerivedName("suffwdpass", base), V(s.name)), back)
     return ir.Def(DerivedName("sufrev", base), tangent_type(d.arg_type), (s, dt), body, span=d.span)
 
 
@@ -82,7 +130,7 @@ def _optimise(d: ir.Def, work: Work) -> ir.Def:
 
 SUF = Pass("suf", "Single-use form (every variable used exactly once: dup, elim)", _suf_pass)
 FORWARD = Pass("bog-forward", "BOG forward pass [suffwdpass f] (Fig. 24)", _forward_pass)
-REVERSE = Pass("bog-reverse", "BOG reverse pass [sufrevpass f] (Fig. 24)", _reverse_pass)
+REVERSE = Pass("bog-reverse", _reverse_title, _reverse_pass)
 FORWARD_PIPELINE = (knossos.ANF_TAIL, SUF, FORWARD,
                     Pass("optimise", "BOG forward pass (optimised)", _optimise))
 REVERSE_PIPELINE = (knossos.ANF_TAIL, SUF, REVERSE,
@@ -92,6 +140,9 @@ SUFREV_PIPELINE = (knossos.ANF_TAIL, SUF,
                    Pass(REVERSE.name, REVERSE.title, _reverse_pass, source="suf", view=True),
                    Pass("sufrev", "Split reverse mode: [sufrev f] calls the two passes (§6.1)", _wrapper,
                         source="suf"))
+
+
+STRATEGIES = {"strategies": STYLES, "default_strategy": default_style}  # the registry entries' (Note [Two styles])
 
 
 def forward_signature(s: Type, t: Type) -> tuple[Type, Type]:
