@@ -45,15 +45,15 @@ from dataclasses import dataclass, field
 from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.build import C, V
-from ..ir.names import DerivedName, TypedName, erase_types
+from ..ir.names import DerivedName, erase_types
 from ..ir.traverse import FreshNames, children, free_vars
-from ..ir.types import BOG, FLOAT, INTEGER, TSum, TTuple, Type
+from ..ir.types import BOG, FLOAT, TSum, TTuple, Type
 from ..opt.anf import rename_apart
-from ..types.checker import Functions, Signature
+from ..types.checker import Functions
 from ..types.primitives import lookup
 from ..types.tangent import is_constant_tangent, tangent_type, zero_tangent
 from ..util.deep import deep
-from . import bog_runtime  # noqa: F401  (registers bogPack and bogOpen)
+from . import bog_calls, bog_runtime  # noqa: F401  (bog_runtime registers bogPack and bogOpen)
 from .bog_cps import BINDINGS, CONTINUATIONS, FRAME, if_frame
 from .suf import LOOPS_WITH_LAMBDA, free_var_table, unsupported
 
@@ -314,50 +314,7 @@ class Split:
             self.give(b, a, p)
 
     def call(self, b: Block, binder, rhs: ir.Call, f, arg: ir.Expr) -> None:
-        """f(e): ``(r, b_f) = [suffwdpass f](a)`` | ``∂a = [sufrevpass f](∂r, b_f)``."""
-        base = pass_name(erase_types(f), arg.type, self.functions)
-        fwd_name, rev_name = DerivedName("suffwdpass", base), DerivedName("sufrevpass", base)
-        sig = self.functions.resolve(fwd_name, arg.type)
-        if not _written(sig) and self.hand_written_rev(b, binder, rhs, base, arg):
-            return
-        if not isinstance(sig, Signature) or not isinstance(sig.ret, TTuple) or len(sig.ret.elems) != 2:
-            raise unsupported(f"a call of '{base}' ([suffwdpass {base}] is not a function of the argument "
-                              f"{arg.type} returning a pair)", rhs)
-        bog = self.pair_binding(b, binder, ir.Call(fwd_name, arg), sig.ret.elems[1])
-        if is_constant_tangent(arg.type):
-            return
-        dv = self.atom_cot(b, binder)
-        darg = self.fresh("da")
-        b.cur.append((darg, ir.Call(rev_name, ir.Tuple((dv, V(bog))))))
-        if isinstance(arg, ir.Tuple):
-            for k, a in enumerate(arg.elems):
-                self.give(b, a, ir.Get(k + 1, len(arg.elems), V(darg)))
-        else:
-            self.give(b, arg, V(darg))
-
-    def hand_written_rev(self, b: Block, binder, rhs: ir.Call, base, arg: ir.Expr) -> bool:
-        """A g with a hand-written ``[rev g]`` and no hand-written split pair: the
-        forward pass calls g and keeps its argument, the reverse pass calls
-        ``[rev g]`` (as every other reverse mode does)."""
-        dr = tangent_type(rhs.type)
-        rev = self.functions.resolve(DerivedName("rev", base), TTuple((arg.type, dr)))
-        if not _written(rev):
-            return False
-        b.emit((binder, rhs))
-        if is_constant_tangent(arg.type):
-            return True
-        for a in (arg.elems if isinstance(arg, ir.Tuple) else (arg,)):
-            if isinstance(a, ir.Var):
-                self.keep(b, a.name)
-        dv = self.atom_cot(b, binder)
-        darg = self.fresh("da")
-        b.cur.append((darg, ir.Call(DerivedName("rev", base), ir.Tuple((arg, dv)))))
-        if isinstance(arg, ir.Tuple):
-            for k, a in enumerate(arg.elems):
-                self.give(b, a, ir.Get(k + 1, len(arg.elems), V(darg)))
-        else:
-            self.give(b, arg, V(darg))
-        return True
+        bog_calls.call(self, b, binder, rhs, f, arg)  # calls of user functions, in their own module
 
     def if_(self, b: Block, binder, rhs: ir.If, c, t, f) -> None:
         """if: the BOG is Inl b1 or Inr b2; the reverse a case over it (Fig. 24)."""
@@ -381,23 +338,6 @@ class Split:
     def loop(self, b: Block, binder, rhs: ir.Call, f: str, arg: ir.Expr) -> None:
         from .bog_loops import build, fold  # the loops' cases, in their own module
         (fold if f == "fold" else build)(self, b, binder, rhs, f, arg)
-
-
-def _scalars(t: TTuple) -> bool:
-    return all(e in (FLOAT, INTEGER) for e in t.elems)
-
-
-def _written(sig) -> bool:
-    """A function the program defines by hand (not one a derivation generates)."""
-    return isinstance(sig, Signature) and isinstance(sig.decl, ir.Def)
-
-
-def pass_name(base, primal: Type, functions: Functions):
-    """The name of f in ``[sufrevpass f]``: ``[f S]`` when f is overloaded (the BOG
-    is opaque, so the argument (dT, BOG) alone does not select the overload)."""
-    if isinstance(base, str) and len(functions.candidates(base)) > 1:
-        return TypedName(base, primal)
-    return base
 
 
 def _binder_types(e: ir.Expr, types: dict[str, Type]) -> None:

@@ -49,7 +49,8 @@ from ..opt.anf import rename_apart
 from ..opt.simplify import simplify
 from ..types.tangent import tangent_type
 from . import knossos
-from .bog import pass_name, split
+from .bog import split
+from .bog_calls import pass_name
 from .bog_cps import BINDINGS, CONTINUATIONS, STYLES
 from .pipeline import Pass, Work, fresh_for
 from .suf import single_use_form
