@@ -105,3 +105,17 @@ def test_show_prints_the_rank_two_bog(tmp_path, capsys):
     assert main(["show", str(path), "weighted", "--deriv", "sufrevpass"]) == 0
     out = capsys.readouterr().out
     assert "(Tensor 2 (Tuple Float" in out and "ts_sumbuild" in out
+
+
+def test_a_rank_two_loop_costs_a_constant_times_the_primal():
+    mi = labrys.load(T, backend="interp")
+    ratios = []
+    for n in (4, 16, 64):
+        t = np.full((n, n), 0.5)
+        before = labrys.METER.ops
+        mi.weighted(t, 0.5)
+        primal = labrys.METER.ops - before
+        before = labrys.METER.ops
+        mi.derive("sufrev", "weighted")((t, 0.5), 1.0)
+        ratios.append((labrys.METER.ops - before) / primal)
+    assert max(ratios) / min(ratios) < 1.1, ratios
