@@ -134,15 +134,16 @@ class Module:
         return self.backend.compile_seconds
 
     def derive(self, derivation: str, name: str | Name, optimise: bool = True,
-               strategy: str | None = None) -> "Derivative":
+               strategy: str | None = None, wrt: str | tuple[str, ...] | None = None) -> "Derivative":
         """The derived function ``[derivation name]`` (e.g. ``derive("rev", "f")``),
         callable, with its `.ks` source and the pipeline stages that made it.
         ``strategy`` picks one of the derivation's strategies (``fwd``: "tupled", Fig. 8,
-        or "plain"); ``labrys algorithms`` lists the derivations."""
+        or "plain"); ``wrt`` names the parameters to differentiate with respect to
+        (``[rev f (wrt a b)]``, docs/activity.md); ``labrys algorithms`` lists the derivations."""
         f = self.function(name)
         if len(f.sigs) != 1:
             raise LabrysError(f"{show_name(f.name)} is overloaded: name one, e.g. '[{show_name(f.name)} Float]'")
-        return Derivative(self, derivation, f.sigs[0], optimise, strategy)
+        return Derivative(self, derivation, f.sigs[0], optimise, strategy, wrt)
 
     @property
     def program(self) -> ir.Program:
@@ -212,10 +213,11 @@ class Derivative:
     (the def after each pass of the derivation's pipeline, by pass name)."""
 
     def __init__(self, module: Module, derivation: str, sig: Signature, optimise: bool = True,
-                 strategy: str | None = None):
+                 strategy: str | None = None, wrt: str | tuple[str, ...] | None = None):
         self.module, self.derivation, self.sig = module, derivation, sig
         self.entry = REGISTRY.get(derivation)
-        derived = module.derivations.derive(derivation, sig, strategy)
+        self.wrt = wrt = tuple(a.strip() for a in wrt.split(",")) if isinstance(wrt, str) else tuple(wrt or ())
+        derived = module.derivations.derive(derivation, sig, strategy, wrt=wrt)
         self.stages = {s.name: s.d for s in derived.stages}
         self.d = derived.d if optimise else _before_optimisation(derived)
         module.linker.close(module.linker.callees(self.d))  # Note [Link step]: its errors surface here

@@ -26,6 +26,7 @@ from .ad.derivation import Derivation
 from .ad.dual_io import cotangent_like, count_reals
 from .api import Derivative, Function
 from .errors import LabrysError
+from .ir import nodes as ir
 from .ir.names import DerivedName, show_name
 from .ir.types import FLOAT, TTuple, Type
 from .values import from_python, to_python, zero_tangent_of
@@ -65,6 +66,13 @@ def value_and_grad(f: Function, argnums: Argnums = None, has_aux: bool = False,
                               "has_aux=True for (Tuple Float AUX))")
         else:
             seed = 1.0
+        wrt = _active(entry, sig, argnums, len(args))
+        if wrt is not None:  # only the asked cotangents are computed (labrys.ad.activity)
+            g = Derivative(f.module, method, sig, wrt=wrt[0])(_primal(args), seed)
+            if not isinstance(argnums, int) and len(wrt[1]) == 1:
+                g = (g,)
+            like = tuple(args[k] for k in wrt[1])
+            return out, _shaped_like(g, like[0] if isinstance(argnums, int) else like)
         derived = Derivative(f.module, method, sig)
         if entry.convention.direction == REVERSE:
             g = derived(_primal(args), seed)
@@ -239,6 +247,23 @@ def _check_argnums(argnums: Any) -> None:
     if not ok:
         raise LabrysError(f"argnums takes an int, a tuple of ints or None, not {argnums!r} "
                           "(the derivation is method=..., e.g. grad(f, method='deltarev'))")
+
+
+def _active(entry: Derivation, sig, argnums: Argnums, n_args: int) -> tuple[tuple[str, ...], list[int]] | None:
+    """(wrt, argument positions) when ``argnums`` can be a derivative with respect to those
+    parameters only (a derivation that takes wrt, a def called with one value per parameter)."""
+    if argnums is None or not entry.activity or not isinstance(sig.decl, ir.Def):
+        return None
+    params = sig.decl.params
+    if n_args != len(params) or n_args < 2:
+        return None
+    ks = [argnums] if isinstance(argnums, int) else list(argnums)
+    if not ks or any(not -n_args <= k < n_args for k in ks):
+        return None  # _select reports it
+    ks = [k % n_args for k in ks]
+    if len(set(ks)) != len(ks):
+        return None
+    return tuple(params[k].name for k in ks), ks
 
 
 def _select(g: Any, argnums: Argnums, n_args: int) -> Any:

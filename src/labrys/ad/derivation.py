@@ -105,6 +105,7 @@ class Derivation:
     strategies: tuple[str, ...] = ()              # alternative ways to generate it, the default first
     internal: bool = False                        # a step other derivations call ([dual f]), not a user's
     treats: Callable[[Any], str] | None = None    # how it treats a call of each primitive (registry.coverage)
+    activity: bool = False                        # takes (wrt PARAM ...): cotangents of those parameters only
 
     @property
     def implemented(self) -> bool:

@@ -28,15 +28,18 @@ def rule(title: str) -> None:
     print("-" * 72)
 
 
-def show(path: str, fn: str, stages: bool, derivation: str | None, optimise: bool, timings: bool = False) -> int:
+def show(path: str, fn: str, stages: bool, derivation: str | None, optimise: bool, timings: bool = False,
+         wrt: str | None = None) -> int:
+    """``wrt``: comma-separated parameters (docs/activity.md); the Demo's stages then show rev only."""
     module = load(path, backend="interp")
     if not stages:
-        highlight(module.derive(derivation or "rev", fn, optimise=optimise).source)
+        highlight(module.derive(derivation or "rev", fn, optimise=optimise, wrt=wrt).source)
         return 0
-    sig = module.derive(derivation or "rev", fn).sig
+    active = module.derive(derivation or "rev", fn, wrt=wrt)
+    sig = active.sig
     shown: set[str] = set()
-    for name in (derivation,) if derivation else DEMO:
-        for stage in module.derivations.derive(name, sig, views=True).stages:
+    for name in (derivation,) if derivation else DEMO if not wrt else ("rev",):
+        for stage in module.derivations.derive(name, sig, views=True, wrt=active.wrt).stages:
             if stage.title in shown:
                 continue
             shown.add(stage.title)
