@@ -38,7 +38,7 @@ Argnums = int | Sequence[int] | None
 def grad(f: Function, argnums: Argnums = None, has_aux: bool = False, method: str = "rev") -> Callable[..., Any]:
     """The gradient of a Float-valued labrys function: ``grad(m.f)(x, y)``.  With
     ``has_aux``, f returns ``(value, aux)`` and the result is ``(gradient, aux)``."""
-    both = value_and_grad(f, argnums, has_aux, method)
+    both = value_and_grad(f, argnums, has_aux, method, value=has_aux)
 
     def gradient(*args: Any) -> Any:
         value, g = both(*args)
@@ -47,15 +47,26 @@ def grad(f: Function, argnums: Argnums = None, has_aux: bool = False, method: st
 
 
 def value_and_grad(f: Function, argnums: Argnums = None, has_aux: bool = False,
-                   method: str = "rev") -> Callable[..., tuple[Any, Any]]:
-    """``(f(x), grad f(x))`` from one derivative run (the value, with has_aux, is ``(value, aux)``)."""
+                   method: str = "rev", value: bool = True) -> Callable[..., tuple[Any, Any]]:
+    """``(f(x), grad f(x))`` from one derivative run (the value, with has_aux, is ``(value, aux)``;
+    ``value=False``: None instead, f is not run — what :func:`grad` asks for)."""
     f = _function(f, "value_and_grad")
     entry = _method(method, (REVERSE, FORWARD), "grad")
     _check_argnums(argnums)
+    made = f.module.derivatives   # per (method, signature, wrt): derived and compiled once per module
+
+    def derivative(sig, wrt: tuple[str, ...] = ()) -> Derivative:
+        key = (method, id(sig), wrt)
+        if key not in made:
+            made[key] = Derivative(f.module, method, sig, wrt=wrt)
+        return made[key]
 
     def both(*args: Any) -> tuple[Any, Any]:
-        sig, value = f.select(args)
-        out = f(*args)
+        if not value and len(f.sigs) == 1 and entry.convention.direction == REVERSE and _arity(f.sigs[0]) == len(args):
+            sig = f.sigs[0]   # no conversion here: the derivative's own call checks the values
+        else:
+            sig, _ = f.select(args)
+        out = f(*args) if value else None
         if has_aux:
             if not (isinstance(sig.ret, TTuple) and len(sig.ret.elems) == 2 and sig.ret.elems[0] == FLOAT):
                 raise LabrysError(f"has_aux needs f to return (Tuple Float AUX); {show_name(sig.name)} returns "
@@ -68,18 +79,19 @@ def value_and_grad(f: Function, argnums: Argnums = None, has_aux: bool = False,
             seed = 1.0
         wrt = _active(entry, sig, argnums, len(args))
         if wrt is not None:  # only the asked cotangents are computed (labrys.ad.activity)
-            g = Derivative(f.module, method, sig, wrt=wrt[0])(_primal(args), seed)
+            g = derivative(sig, wrt[0])(_primal(args), seed)
             if not isinstance(argnums, int) and len(wrt[1]) == 1:
                 g = (g,)
             like = tuple(args[k] for k in wrt[1])
             return out, _shaped_like(g, like[0] if isinstance(argnums, int) else like)
-        derived = Derivative(f.module, method, sig)
+        derived = derivative(sig)
         if entry.convention.direction == REVERSE:
             g = derived(_primal(args), seed)
         else:  # one directional derivative per real of the argument
+            _, value_in = f.select(args)
             columns = [_first(entry.convention.tangent(derived(_primal(args), d)), has_aux)
-                       for d in _basis(value, sig.arg)]
-            g = to_python(cotangent_like(np.array(columns, dtype=float), value, sig.arg))
+                       for d in _basis(value_in, sig.arg)]
+            g = to_python(cotangent_like(np.array(columns, dtype=float), value_in, sig.arg))
         return out, _select(_shaped_like(g, _primal(args)), argnums, len(args))
     return both
 
@@ -264,6 +276,10 @@ def _active(entry: Derivation, sig, argnums: Argnums, n_args: int) -> tuple[tupl
     if len(set(ks)) != len(ks):
         return None
     return tuple(params[k].name for k in ks), ks
+
+
+def _arity(sig) -> int:
+    return len(sig.arg.elems) if isinstance(sig.arg, TTuple) and len(sig.arg.elems) != 1 else 1
 
 
 def _select(g: Any, argnums: Argnums, n_args: int) -> Any:

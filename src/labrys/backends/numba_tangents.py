@@ -159,6 +159,10 @@ class TangentMixin:
             value = self.sparse_value(e.rhs)
             if value is None:
                 return super().let_step(e)
+            if isinstance(value, SparseSum) and value.base is not None:
+                # dense already: made here, not at each use (a use inside a loop would copy it per iteration)
+                self.env[e.binder] = self.materialise(value)
+                return
             if isinstance(value, SparseSum):
                 self.env[e.binder] = value
                 return
