@@ -270,8 +270,31 @@ class TangentMixin:
         inner = self.indented()
         inner.env[lam.var] = i
         plan_nested_accumulation(self.mod.direct, lam.body, accs, lam.var)
-        inner.accumulate(accs, result, inner.sparse_atom(lam.body))
+        inner.accumulate_body(accs, result, lam.body)
         return accs
+
+    def accumulate_body(self, accs: list[str], t: Type, e: ir.Expr) -> None:
+        """Note [Accumulating in branches]
+        ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+        A loop body whose value is an ``if`` (the reverse of a loop over a
+        piecewise body: make_Q's diagonal, lower triangle and zeros) adds each
+        branch's value into the accumulators inside that branch.  Made into a
+        value first, each branch's one-hot was materialised as a vector the size
+        of the whole cotangent per iteration, O(d⁴) for make_Q instead of O(d²);
+        a zero branch adds nothing."""
+        while isinstance(e, ir.Let):
+            if isinstance(e.binder, str) and isinstance(e.rhs, ir.If) and isinstance(e.body, ir.Var) \
+                    and e.body.name == e.binder:
+                e = e.rhs
+                continue
+            self.let_step(e)
+            e = e.body
+        if isinstance(e, ir.If):
+            self.branches(e, lambda em, x: em.accumulate_body(accs, t, x))
+        elif isinstance(e, ir.Call) and e.func == "ts_zero" or isinstance(e, ir.Const) and e.value == 0.0:
+            self.emit("pass")
+        else:
+            self.accumulate(accs, t, self.sparse_atom(e))
 
     # --- tangent primitives -----------------------------------------------------------
 
