@@ -87,7 +87,8 @@ def make(file: str, points: dict[str, int]):
         g.x = g.x[:points.get(size, len(g.x))]
         args = (g.alphas, g.means, g.icf, g.x, g.gamma, g.m)
         k, d = g.means.shape
-        program = LabrysProgram(PROGRAM, "gmm_objective", g.arguments(), pick=lambda grad: grad[1:4])
+        program = LabrysProgram(PROGRAM, "gmm_objective", g.arguments(), pick=lambda grad: grad[1:4],
+                                wrt=("alphas", "means", "icf"))
         return Instance(f"d = {d}, K = {k}, n = {len(g.x)}", program, peers(objective, args, (0, 1, 2), gradient),
                         work=len(g.x), work_unit="points")
     return instance

@@ -73,7 +73,8 @@ def make(file: str):
         g = read_lstm(path)
         g.sequence = g.sequence[:CHARACTERS.get(size, len(g.sequence))]
         args = (g.main, g.extra, g.state, g.sequence)
-        program = LabrysProgram(PROGRAM, "lstm_objective", g.arguments(), pick=lambda grad: grad[:2])
+        program = LabrysProgram(PROGRAM, "lstm_objective", g.arguments(), pick=lambda grad: grad[:2],
+                                wrt=("main_params", "extra_params"))
         layers, (c, b) = g.main.shape[0] // 2, g.sequence.shape
         return Instance(f"l = {layers}, c = {c}, b = {b}", program,
                         peers(objective, args, (0, 1), jax_objective=jax_objective),

@@ -7,6 +7,7 @@ from typing import Any, Callable, Iterator
 
 from .ad import REGISTRY, Derivations, Linker
 from .backends import Backend, make_backend
+from .backends.boundary import SLOW
 from .backends.interp import Interpreter, Slots
 from .context import run_scope
 from .errors import LabrysError, Source, Span
@@ -84,6 +85,11 @@ class Function:
         return Function(self.module, self.name, sigs)
 
     def __call__(self, *args: Any) -> Any:
+        fast = self.module.fast_path(self.sigs[0]) if len(self.sigs) == 1 else None
+        if fast is not None:  # Note [Cheap boundaries] in labrys.backends.boundary
+            out = fast(args)
+            if out is not SLOW:
+                return out
         sig, value = self.select(args)
         with run_scope(self.module.backend.name):
             return to_python(self.module.backend.call(sig, value))
@@ -127,6 +133,20 @@ class Module:
         self.backend: Backend = make_backend(backend, checked, self.externals, self.linker)
         if self.backend.name == "interp":
             self.backend = self.interpreter
+        self._functions: dict[str, Function] = {}   # by the name asked for: m.f costs a lookup
+        self._fast: dict[int, Callable] = {}         # id(signature) -> its fast entry, once compiled
+        self.derivatives: dict[tuple, Derivative] = {}  # labrys.grad & co: (method, id(sig), wrt) -> compiled once
+
+    def fast_path(self, sig: Signature) -> Callable | None:
+        """The compiled code's fast entry for ``sig`` once it is compiled (None: the general path)."""
+        fast = self._fast.get(id(sig))
+        if fast is None and self.backend.name == "compiled":
+            if getattr(self.backend.cell(sig)[0], "lazy", False):
+                self.backend.prepare(sig)   # compiled now, so the first call returns what later ones do
+            fast = getattr(self.backend.cell(sig)[0], "fast", None)
+            if fast is not None:
+                self._fast[id(sig)] = fast
+        return fast
 
     @property
     def compile_seconds(self) -> float:
@@ -134,15 +154,16 @@ class Module:
         return self.backend.compile_seconds
 
     def derive(self, derivation: str, name: str | Name, optimise: bool = True,
-               strategy: str | None = None) -> "Derivative":
+               strategy: str | None = None, wrt: str | tuple[str, ...] | None = None) -> "Derivative":
         """The derived function ``[derivation name]`` (e.g. ``derive("rev", "f")``),
         callable, with its `.ks` source and the pipeline stages that made it.
         ``strategy`` picks one of the derivation's strategies (``fwd``: "tupled", Fig. 8,
-        or "plain"); ``labrys algorithms`` lists the derivations."""
+        or "plain"); ``wrt`` names the parameters to differentiate with respect to
+        (``[rev f (wrt a b)]``, docs/activity.md); ``labrys algorithms`` lists the derivations."""
         f = self.function(name)
         if len(f.sigs) != 1:
             raise LabrysError(f"{show_name(f.name)} is overloaded: name one, e.g. '[{show_name(f.name)} Float]'")
-        return Derivative(self, derivation, f.sigs[0], optimise, strategy)
+        return Derivative(self, derivation, f.sigs[0], optimise, strategy, wrt)
 
     @property
     def program(self) -> ir.Program:
@@ -150,6 +171,8 @@ class Module:
 
     def function(self, name: str | Name) -> Function:
         """The function called ``name`` (``"f"``, ``"[rev f]"``, ``"[f Float]"``)."""
+        if isinstance(name, str) and name in self._functions:
+            return self._functions[name]
         parsed = parse_name(_one(name, "<name>")) if isinstance(name, str) else name
         sigs = self.checked.functions.candidates(parsed)
         if not isinstance(parsed, str):
@@ -159,7 +182,10 @@ class Module:
             sigs = [sig] if sig is not None else []
         if not sigs:
             raise LabrysError(f"no function named {show_name(parsed)} in this module")
-        return Function(self, parsed, sigs)
+        f = Function(self, parsed, sigs)
+        if isinstance(name, str):
+            self._functions[name] = f
+        return f
 
     __getitem__ = function
 
@@ -167,9 +193,11 @@ class Module:
         if name.startswith("__"):
             raise AttributeError(name)
         try:
-            return self.function(name)
+            f = self.function(name)
         except LabrysError as exc:
             raise AttributeError(str(exc)) from None
+        self.__dict__[name] = f   # m.f again is a plain attribute (Note [Cheap boundaries])
+        return f
 
     def names(self) -> list[str]:
         return [show_name(k) for k in self.checked.functions.groups]
@@ -183,6 +211,7 @@ class Module:
             self.externals[sig.name] = _external(fn, sig)
         self.interpreter.reset()
         self.backend.reset()
+        self._fast.clear()
 
     def source(self, name: str | None = None) -> str:
         """`.ks` text of the whole module, or of the definitions of one function."""
@@ -212,10 +241,11 @@ class Derivative:
     (the def after each pass of the derivation's pipeline, by pass name)."""
 
     def __init__(self, module: Module, derivation: str, sig: Signature, optimise: bool = True,
-                 strategy: str | None = None):
+                 strategy: str | None = None, wrt: str | tuple[str, ...] | None = None):
         self.module, self.derivation, self.sig = module, derivation, sig
         self.entry = REGISTRY.get(derivation)
-        derived = module.derivations.derive(derivation, sig, strategy)
+        self.wrt = wrt = tuple(a.strip() for a in wrt.split(",")) if isinstance(wrt, str) else tuple(wrt or ())
+        derived = module.derivations.derive(derivation, sig, strategy, wrt=wrt)
         self.stages = {s.name: s.d for s in derived.stages}
         self.d = derived.d if optimise else _before_optimisation(derived)
         module.linker.close(module.linker.callees(self.d))  # Note [Link step]: its errors surface here
@@ -234,6 +264,11 @@ class Derivative:
     def __call__(self, *args: Any) -> Any:
         if self._code is None:
             self._code = self.module.backend.compile_def(self.d)
+        fast = getattr(self._code, "fast", None)
+        if fast is not None:  # Note [Cheap boundaries] in labrys.backends.boundary
+            out = fast(args)
+            if out is not SLOW:
+                return out
         value = from_python(args[0] if len(args) == 1 else tuple(args), self.d.arg_type,
                             f"argument of {show_name(self.d.name)}")
         with run_scope(self.module.backend.name):

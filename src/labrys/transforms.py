@@ -27,6 +27,7 @@ from .ad.derivation import Derivation
 from .ad.dual_io import cotangent_like, count_reals
 from .api import Derivative, Function
 from .errors import LabrysError
+from .ir import nodes as ir
 from .ir.names import DerivedName, show_name
 from .ir.types import FLOAT, TTuple, Type
 from .values import from_python, to_python, zero_tangent_of
@@ -41,7 +42,7 @@ def grad(f: Function, argnums: Argnums = None, has_aux: bool = False,
     ``has_aux``, f returns ``(value, aux)`` and the result is ``(gradient, aux)``.
     No ``method``: the default gradient, ``rev`` or ``sufrev`` as
     :func:`default_method` says for f."""
-    both = value_and_grad(f, argnums, has_aux, method)
+    both = value_and_grad(f, argnums, has_aux, method, value=has_aux)
 
     def gradient(*args: Any) -> Any:
         value, g = both(*args)
@@ -50,16 +51,27 @@ def grad(f: Function, argnums: Argnums = None, has_aux: bool = False,
 
 
 def value_and_grad(f: Function, argnums: Argnums = None, has_aux: bool = False,
-                   method: str | None = None) -> Callable[..., tuple[Any, Any]]:
-    """``(f(x), grad f(x))`` from one derivative run (the value, with has_aux, is ``(value, aux)``)."""
+                   method: str | None = None, value: bool = True) -> Callable[..., tuple[Any, Any]]:
+    """``(f(x), grad f(x))`` from one derivative run (the value, with has_aux, is ``(value, aux)``;
+    ``value=False``: None instead, f is not run — what :func:`grad` asks for)."""
     f = _function(f, "value_and_grad")
     chosen = method
     entry = _method(method or "rev", (REVERSE, FORWARD), "grad")  # the default is rev or sufrev: both REV
     _check_argnums(argnums)
+    made = f.module.derivatives   # per (method, signature, wrt): derived and compiled once per module
+
+    def derivative(name: str, sig, wrt: tuple[str, ...] = ()) -> Derivative:
+        key = (name, id(sig), wrt)
+        if key not in made:
+            made[key] = Derivative(f.module, name, sig, wrt=wrt)
+        return made[key]
 
     def both(*args: Any) -> tuple[Any, Any]:
-        sig, value = f.select(args)
-        out = f(*args)
+        if not value and len(f.sigs) == 1 and entry.convention.direction == REVERSE and _arity(f.sigs[0]) == len(args):
+            sig = f.sigs[0]   # no conversion here: the derivative's own call checks the values
+        else:
+            sig, _ = f.select(args)
+        out = f(*args) if value else None
         if has_aux:
             if not (isinstance(sig.ret, TTuple) and len(sig.ret.elems) == 2 and sig.ret.elems[0] == FLOAT):
                 raise LabrysError(f"has_aux needs f to return (Tuple Float AUX); {show_name(sig.name)} returns "
@@ -70,13 +82,22 @@ def value_and_grad(f: Function, argnums: Argnums = None, has_aux: bool = False,
                               "has_aux=True for (Tuple Float AUX))")
         else:
             seed = 1.0
-        derived = Derivative(f.module, chosen or default_gradient(f.module.derivations, sig).method, sig)
+        name = chosen or default_gradient(f.module.derivations, sig).method
+        wrt = _active(_method(name, (REVERSE, FORWARD), "grad"), sig, argnums, len(args))
+        if wrt is not None:  # only the asked cotangents are computed (labrys.ad.activity)
+            g = derivative(name, sig, wrt[0])(_primal(args), seed)
+            if not isinstance(argnums, int) and len(wrt[1]) == 1:
+                g = (g,)
+            like = tuple(args[k] for k in wrt[1])
+            return out, _shaped_like(g, like[0] if isinstance(argnums, int) else like)
+        derived = derivative(name, sig)
         if entry.convention.direction == REVERSE:
             g = derived(_primal(args), seed)
         else:  # one directional derivative per real of the argument
+            _, value_in = f.select(args)
             columns = [_first(entry.convention.tangent(derived(_primal(args), d)), has_aux)
-                       for d in _basis(value, sig.arg)]
-            g = to_python(cotangent_like(np.array(columns, dtype=float), value, sig.arg))
+                       for d in _basis(value_in, sig.arg)]
+            g = to_python(cotangent_like(np.array(columns, dtype=float), value_in, sig.arg))
         return out, _select(_shaped_like(g, _primal(args)), argnums, len(args))
     return both
 
@@ -257,6 +278,27 @@ def _check_argnums(argnums: Any) -> None:
     if not ok:
         raise LabrysError(f"argnums takes an int, a tuple of ints or None, not {argnums!r} "
                           "(the derivation is method=..., e.g. grad(f, method='deltarev'))")
+
+
+def _active(entry: Derivation, sig, argnums: Argnums, n_args: int) -> tuple[tuple[str, ...], list[int]] | None:
+    """(wrt, argument positions) when ``argnums`` can be a derivative with respect to those
+    parameters only (a derivation that takes wrt, a def called with one value per parameter)."""
+    if argnums is None or not entry.activity or not isinstance(sig.decl, ir.Def):
+        return None
+    params = sig.decl.params
+    if n_args != len(params) or n_args < 2:
+        return None
+    ks = [argnums] if isinstance(argnums, int) else list(argnums)
+    if not ks or any(not -n_args <= k < n_args for k in ks):
+        return None  # _select reports it
+    ks = [k % n_args for k in ks]
+    if len(set(ks)) != len(ks):
+        return None
+    return tuple(params[k].name for k in ks), ks
+
+
+def _arity(sig) -> int:
+    return len(sig.arg.elems) if isinstance(sig.arg, TTuple) and len(sig.arg.elems) != 1 else 1
 
 
 def _select(g: Any, argnums: Argnums, n_args: int) -> Any:

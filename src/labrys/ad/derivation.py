@@ -106,6 +106,7 @@ class Derivation:
     default_strategy: Callable[[], str] | None = None  # the default when it is not the first (e.g. from $ENV)
     internal: bool = False                        # a step other derivations call ([dual f]), not a user's
     treats: Callable[[Any], str] | None = None    # how it treats a call of each primitive (registry.coverage)
+    activity: bool = False                        # takes (wrt PARAM ...): cotangents of those parameters only
 
     @property
     def implemented(self) -> bool:

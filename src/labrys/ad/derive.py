@@ -52,24 +52,28 @@ class Derivations:
         if isinstance(sig.decl, ir.Gdef):
             base = self.base_of(sig)
             if not isinstance(base, Primitive):
-                return self.derive(sig.name.derivation, base).d
+                return self.derive(sig.name.derivation, base, wrt=sig.name.wrt).d
         # an edef: callers use a hand-written derivative instead (a translation the fwd or rev one)
         wanted = "fwd" if entry.convention.direction == "forward" or entry.name == "dual" else "rev"
         raise LabrysError(f"cannot derive {show_name(sig.name)}: it has no definition "
                           f"(write (def [{wanted} {show_name(sig.name)}] ...) by hand)", sig.decl.span)
 
     def derive(self, derivation: str, sig: Signature, strategy: str | None = None,
-               views: bool = False) -> Derived:
+               views: bool = False, wrt: tuple[str, ...] = ()) -> Derived:
         """``[derivation f]`` for the user function ``sig``; ``views``: every stage
-        the pipeline can show (Note [Pass driver])."""
+        the pipeline can show (Note [Pass driver]); ``wrt``: with respect to these
+        parameters only (Note [Activity in names] in labrys.ad.activity)."""
         entry = self.registry.get(derivation)
         strategy = _strategy(entry, strategy)
-        key = (derivation, id(sig), strategy, views)
+        wrt = tuple(wrt)
+        if wrt:
+            self.registry.signature(derivation, sig, sig.arg, self.functions, wrt)  # positionless errors
+        key = (derivation, id(sig), strategy, views, wrt)
         if key not in self.cache:
             self.in_progress.add((derivation, id(sig)))  # recursion: call, don't inline
             try:
                 d = self.source(sig, entry)
-                work = Work(self.functions, fresh_for(d), self, strategy)
+                work = Work(self.functions, fresh_for(d), self, strategy, wrt=wrt)
                 self.cache[key] = run_pipeline(entry.pipeline, d, work, views)
             except LabrysError as err:
                 if err.span is None:  # from generated code, which has no source: the function's own position

@@ -22,6 +22,7 @@ from ..ir.traverse import FreshNames
 from ..ir.types import TLM, Type
 from ..types.primitives import lookup
 from ..types.tangent import is_constant_tangent, tangent_type
+from .activity import is_inactive
 
 LOOPS = {"build", "sumbuild", "fold", "map", "map2", "ifold"}  # Knossos's own rules for loops: :meth:`Nabla.loop`
 
@@ -38,13 +39,14 @@ class Nabla:
     witness: ir.Expr
     fresh: FreshNames
     primal: dict[str, ir.Expr] = field(default_factory=dict)
+    inactive: set[str] = field(default_factory=set)  # not varied: no ∂-variable (labrys.ad.activity)
 
     def zero(self, target: ir.Expr) -> ir.Expr:
         return C("lmZero", self.witness, target)
 
     def var(self, x: ir.Expr, env: dict[str, str]) -> ir.Expr:
         if isinstance(x, ir.Var):
-            return V(env[x.name])
+            return self.zero(x) if x.name in self.inactive else V(env[x.name])
         if isinstance(x, (ir.Lam, ir.FnRef)):
             raise unsupported("a function passed as a value (Ellis et al. Fig. 6 has first-order calls only)", x)
         return self.zero(x)  # a constant
@@ -74,6 +76,8 @@ class Nabla:
     def expr(self, e: ir.Expr, env: dict[str, str]) -> ir.Expr:
         if not isinstance(e, (ir.Let, ir.If, ir.Assert)) and is_constant_tangent(e.type):
             return self.zero(e)
+        if self.inactive and not isinstance(e, ir.Let) and is_inactive(e, self.inactive):
+            return self.zero(e)
         match e:
             case ir.Const():
                 return self.zero(e)
@@ -102,6 +106,10 @@ class Nabla:
         raise TypeError(f"not an expression: {e!r}")
 
     def let(self, e: ir.Let, binder, rhs: ir.Expr, body: ir.Expr, env: dict[str, str]) -> ir.Expr:
+        if self.inactive and (is_inactive(rhs, self.inactive) or is_constant_tangent(rhs.type)):
+            # not varied (or an Integer, Bool, …): a constant, no ∂-variable
+            self.inactive.update([binder] if isinstance(binder, str) else binder)
+            return let(binder, rhs, self.expr(body, env))
         d_rhs = self.expr(rhs, env)
         if isinstance(binder, str):
             dx = self.bind(binder, env, rhs.type)
@@ -138,6 +146,8 @@ class Nabla:
             raise unsupported(f"'{name}' without a literal lambda", e)
         index = n.type   # Integer, or an N-tuple for a Tensor N (Note [Loop linear maps over tensors])
         inner = dict(env)
+        if self.inactive:
+            self.inactive.add(f.var)
         di = self.bind(f.var, inner, index)
         body = let(di, self.zero(V(f.var, index)), self.expr(f.body, inner))
         return C("lmBuild" if name == "build" else "lmSumBuild", n, lam(f.var, index, body), self.witness)
@@ -158,10 +168,13 @@ class Nabla:
 
 
 def param_lms(nabla: Nabla, params: tuple[ir.Param, ...]) -> tuple[dict[str, str], list]:
-    """``∂p = 1`` for one parameter; ``∂p_i = 0 ⋈ .. 1 .. ⋈ 0`` (π_i) for several."""
+    """``∂p = 1`` for one parameter; ``∂p_i = 0 ⋈ .. 1 .. ⋈ 0`` (π_i) for several;
+    none for an inactive parameter (labrys.ad.activity)."""
     env: dict[str, str] = {}
     for p in params:
-        nabla.bind(p.name, env, p.type)
+        if p.name not in nabla.inactive:
+            nabla.bind(p.name, env, p.type)
     if len(params) == 1:
         return env, [(env[params[0].name], C("lmOne", nabla.witness))]
-    return env, [(env[p.name], nabla.projection(k + 1, len(params), nabla.witness)) for k, p in enumerate(params)]
+    return env, [(env[p.name], nabla.projection(k + 1, len(params), nabla.witness))
+                 for k, p in enumerate(params) if p.name not in nabla.inactive]

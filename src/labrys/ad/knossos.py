@@ -33,6 +33,7 @@ from ..prelude.arith import is_data
 from ..types.checker import Signature, check_def
 from ..types.primitives import Primitive, lookup
 from ..types.tangent import tangent_type, zero_tangent
+from .activity import inactive_params, wrt_result
 from .jacobian import LOOPS, Nabla, param_lms
 from .linear import Transposer, wrap
 from .pipeline import Pass, Work
@@ -56,10 +57,11 @@ def derived_name(derivation: str, name: Name) -> DerivedName:
     return DerivedName(derivation, erase_types(name))
 
 
-def jacobian(prep: Prepared) -> tuple[ir.Def, Nabla]:
-    """[D f] (unoptimised): ``let ∂x = 1 in ∇⟦e⟧``."""
+def jacobian(prep: Prepared, wrt: tuple[str, ...] = ()) -> tuple[ir.Def, Nabla]:
+    """[D f] (unoptimised): ``let ∂x = 1 in ∇⟦e⟧``; with ``wrt``, parameters it does
+    not name and what is computed from them only have no ∂-variable (labrys.ad.activity)."""
     d = prep.d
-    nabla = Nabla(_witness(d.params), prep.fresh)
+    nabla = Nabla(_witness(d.params), prep.fresh, inactive=inactive_params(d, wrt))
     env, lets = param_lms(nabla, d.params)
     body = nabla.expr(d.body, env)
     for dx, m in reversed(lets):
@@ -122,22 +124,31 @@ def tupled_jacobian(d: ir.Def, typed_jacobian: ir.Def, nabla: Nabla) -> ir.Def:
     return ir.Def(derived_name("Dt", d.name), ret, d.params, pair(typed_jacobian.body), span=d.span)
 
 
-def reverse(d: ir.Def, typed_jacobian: ir.Def, nabla: Nabla, fresh: FreshNames) -> ir.Def:
-    """[rev f](x, dr) = dr ⊙ᴿ [D f](x), by let-transposition (§6.2)."""
+def reverse(d: ir.Def, typed_jacobian: ir.Def, nabla: Nabla, fresh: FreshNames,
+            wrt: tuple[str, ...] = ()) -> ir.Def:
+    """[rev f](x, dr) = dr ⊙ᴿ [D f](x), by let-transposition (§6.2); with ``wrt``, the
+    cotangents of those parameters only, in wrt's order (labrys.ad.activity)."""
     params, n = d.params, len(d.params)
+    active = [p for p in params if p.name not in nabla.inactive] if wrt else list(params)
     s, dr = _io_params(d, fresh, "r")
     out: list = []
     if n > 1:
         out.append((tuple(p.name for p in params), V(s.name)))
     acc: dict[str, list] = {}
     t = Transposer(fresh, nabla.primal)
-    t.reverse(_strip_param_lms(typed_jacobian.body, n), V(dr.name), acc, nabla.primal, out)
-    grads = []
-    for p, lm in zip(params, _param_lm_names(typed_jacobian.body, n)):
+    t.reverse(_strip_param_lms(typed_jacobian.body, len(active)), V(dr.name), acc, nabla.primal, out)
+    grads = {}
+    for p, lm in zip(active, _param_lm_names(typed_jacobian.body, len(active))):
         terms = acc.get(lm)
-        grads.append(t.sum(terms) if terms else zero_tangent(V(p.name, p.type), p.type))
-    result = grads[0] if n == 1 else tup(*grads)
-    return ir.Def(derived_name("rev", d.name), tangent_type(d.arg_type), (s, dr), wrap(out, result), span=d.span)
+        grads[p.name] = t.sum(terms) if terms else zero_tangent(V(p.name, p.type), p.type)
+    if wrt:
+        result = grads[wrt[0]] if len(wrt) == 1 else tup(*(grads[a] for a in wrt))
+        ret = wrt_result(tuple(p for a in wrt for p in params if p.name == a))
+        name = DerivedName("rev", erase_types(d.name), wrt)
+    else:
+        result = grads[params[0].name] if n == 1 else tup(*grads.values())
+        ret, name = tangent_type(d.arg_type), derived_name("rev", d.name)
+    return ir.Def(name, ret, (s, dr), wrap(out, result), span=d.span)
 
 
 def _io_params(d: ir.Def, fresh: FreshNames, prefix: str) -> tuple[ir.Param, ir.Param]:
@@ -184,7 +195,7 @@ def _require_core(d: ir.Def) -> None:
 
 
 def _jacobian_pass(d: ir.Def, work: Work) -> ir.Def:
-    jac, work.notes["nabla"] = jacobian(Prepared(d, work.fresh))  # reports unsupported constructs where they are
+    jac, work.notes["nabla"] = jacobian(Prepared(d, work.fresh), work.wrt)  # reports unsupported constructs
     _require_core(d)
     return jac
 
@@ -198,7 +209,7 @@ def _forward_pass(tupled_result: bool) -> Pass:
 
 
 def _reverse_pass(jac: ir.Def, work: Work) -> ir.Def:
-    return reverse(work.notes["anf"], jac, work.notes["nabla"], work.fresh)
+    return reverse(work.notes["anf"], jac, work.notes["nabla"], work.fresh, work.wrt)
 
 
 def _tupled_jacobian_pass(jac: ir.Def, work: Work) -> ir.Def:
@@ -206,14 +217,27 @@ def _tupled_jacobian_pass(jac: ir.Def, work: Work) -> ir.Def:
 
 
 def _optimise(d: ir.Def, work: Work) -> ir.Def:
-    """Simplify, inline small leaf callees' derivatives, then the program's own rules."""
-    body = simplify(inline_calls(simplify(d.body), lambda call: _leaf_callee(call, work)))
+    """Simplify, inline small leaf callees' derivatives, then the program's own rules.
+    Renamed apart first (Note [Recomputed primal lets])."""
+    body = rename_apart(d.body, work.fresh)
+    body = simplify(inline_calls(simplify(body), lambda call: _leaf_callee(call, work)))
     if work.generator.rules:
         typed = check_def(_with_body(d, body), work.functions)
         body = simplify(apply_rules(typed.body, work.generator.rules))
     if contains_linear_map(body):
         raise LabrysError(f"internal: a linear map survived in {d.name}", d.span)
     return _with_body(d, body)
+
+
+# Note [Recomputed primal lets]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Transposing a loop's Jacobian copies the primal lets of the loop body into the
+# reverse loop (the recomputation the body's cotangent needs), under the same
+# binder names as in the forward loop.  The simplifier's dead-let elimination
+# counts uses by name, so a let the reverse loop never reads (GMM's sqnorm of Qz,
+# recomputed per point and component) looked used through its forward twin and
+# stayed.  Renaming apart before simplifying restores the invariant the
+# simplifier relies on, and the dead recomputation goes.
 
 
 def _leaf_callee(call: ir.Call, work: Work) -> ir.Def | None:

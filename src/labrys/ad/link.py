@@ -78,4 +78,4 @@ class Linker:
         derivation = sig.name.derivation
         if isinstance(base, Primitive):
             return primitive_rule_def(derivation, base, sig.primal, self.functions)
-        return self.derivations.derive(derivation, base).d
+        return self.derivations.derive(derivation, base, wrt=sig.name.wrt).d

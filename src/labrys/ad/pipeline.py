@@ -54,6 +54,7 @@ class Work:
     generator: Any                              # the labrys.ad.derive.Derivations making it
     strategy: str | None = None                 # the derivation's strategy, if it has several
     notes: dict[str, Any] = field(default_factory=dict)
+    wrt: tuple[str, ...] = ()                   # active parameters (labrys.ad.activity); () = all
 
 
 @dataclass(frozen=True)

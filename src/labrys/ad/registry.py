@@ -28,7 +28,7 @@ from ..ir import nodes as ir
 from ..ir.types import Type
 from ..types.checker import Functions, Signature, check_def
 from ..types.primitives import Primitive
-from . import chad, chad_types, deltarev, deltarev1, deltarev2, dual_numbers, dualfwd, knossos, shape, split
+from . import activity, chad, chad_types, deltarev, deltarev1, deltarev2, dual_numbers, dualfwd, knossos, shape, split
 from .derivation import (
     ELLIS,
     FIRST_ORDER,
@@ -91,8 +91,14 @@ class Registry:
     # --- labrys.types.checker.DerivationTable ----------------------------------------
 
     def signature(self, name: str, base: Signature | Primitive, arg: Type,
-                  functions: Functions) -> tuple[Type, Type] | None:
+                  functions: Functions, wrt: tuple[str, ...] = ()) -> tuple[Type, Type] | None:
         d = self.get(name)
+        if wrt:  # Note [Activity in names] in labrys.ad.activity
+            if not d.activity:
+                takes = ", ".join(e.name for e in self if e.activity)
+                raise LabrysError(f"{name} does not take (wrt …); derivations that do: {takes}")
+            full = self.signature(name, base, arg, functions)
+            return None if full is None else (full[0], activity.wrt_result(activity.wrt_params(base, wrt, name)))
         ret = base.typeof(arg) if isinstance(base, Primitive) else base.ret
         if d.signature is not None:
             try:
@@ -159,7 +165,7 @@ REGISTRY = Registry((
     _knossos("fwd", "forward mode: the Jacobian applied to dx, pushed through", "§6.1, Fig. 4", FWD,
              knossos.fwd_signature, knossos.FWD_PIPELINE, strategies=("tupled", "plain")),
     _knossos("rev", "reverse mode: the Jacobian transposed let by let", "§6.2, Fig. 5", REV,
-             knossos.rev_signature, knossos.REV_PIPELINE),
+             knossos.rev_signature, knossos.REV_PIPELINE, activity=True),
     _knossos("Dt", "the value with the full Jacobian (basic tupling)", "§5.3, Fig. 7", JACOBIAN_TUPLED,
              knossos.tupled(knossos.jacobian_signature), knossos.DT_PIPELINE),
     _knossos("fwdt", "forward mode returning the value too (polymorphic tupling)", "§5.4, Fig. 8", FWD_TUPLED,

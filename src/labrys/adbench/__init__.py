@@ -109,24 +109,28 @@ class GmmResult:  # the result of a scalar objective (GMM, LSTM): objective, gra
         return write_outputs(path, self, out_dir)
 
 
-def gradient_method(m: Module, fn: str, derivation: str | None) -> tuple[str, str]:
+GMM_ACTIVE, LSTM_ACTIVE = ("alphas", "means", "icf"), ("main_params", "extra_params")
+
+
+def gradient_method(m: Module, fn: str, derivation: str | None, wrt: bool = False) -> tuple[str, str]:
     """The reverse derivation --deriv names, or the default gradient of fn and why
-    (Note [The default gradient])."""
-    if derivation is not None:
-        return algorithm(derivation, ("reverse",)).name, ""
+    (Note [The default gradient]); with ``wrt`` (a ``rev`` option), ``rev``."""
+    if derivation is not None or wrt:
+        return algorithm(derivation or "rev", ("reverse",)).name, ""
     choice = default_gradient(m.derivations, m.function(fn).sigs[0])
     return choice.method, choice.reason
 
 
-def run_gmm(path: str | Path, derivation: str | None = None, seed: int = 0,
-            backend: str | None = None) -> GmmResult:
+def run_gmm(path: str | Path, derivation: str | None = None, seed: int = 0, backend: str | None = None,
+            wrt: bool = False) -> GmmResult:
+    """``wrt``: the derivative with respect to the parameters only, [rev gmm_objective (wrt alphas means icf)]."""
     data = read_gmm(path)
     m = program("gmm", backend)
     args = data.arguments()
     objective = m.gmm_objective(*args)
-    method, why = gradient_method(m, "gmm_objective", derivation)
-    back = m.derive(method, "gmm_objective")
-    _, d_alphas, d_means, d_icf, _ = back(args, 1.0)
+    method, why = gradient_method(m, "gmm_objective", derivation, wrt)
+    back = m.derive(method, "gmm_objective", wrt=GMM_ACTIVE if wrt else None)
+    d_alphas, d_means, d_icf = back(args, 1.0) if wrt else back(args, 1.0)[1:4]
     gradient = np.concatenate([np.ravel(d_alphas), np.ravel(np.array(d_means)), np.ravel(np.array(d_icf))])
     sizes = np.cumsum([data.alphas.size, data.means.size])
 
@@ -173,14 +177,16 @@ def read_lstm(path: str | Path) -> LstmInput:
                      seq.reshape(c, b))
 
 
-def run_lstm(path: str | Path, derivation: str | None = None, seed: int = 0,
-             backend: str | None = None) -> GmmResult:
+def run_lstm(path: str | Path, derivation: str | None = None, seed: int = 0, backend: str | None = None,
+             wrt: bool = False) -> GmmResult:
+    """``wrt``: with respect to the parameters only, [rev lstm_objective (wrt main_params extra_params)]."""
     data = read_lstm(path)
     m = program("lstm", backend)
     args = data.arguments()
     objective = m.lstm_objective(*args)
-    method, why = gradient_method(m, "lstm_objective", derivation)
-    d_main, d_extra, _, _ = m.derive(method, "lstm_objective")(args, 1.0)
+    method, why = gradient_method(m, "lstm_objective", derivation, wrt)
+    back = m.derive(method, "lstm_objective", wrt=LSTM_ACTIVE if wrt else None)
+    d_main, d_extra = back(args, 1.0) if wrt else back(args, 1.0)[:2]
     gradient = np.concatenate([np.ravel(np.array(d_main)), np.ravel(np.array(d_extra))])
 
     def at(t: float, v: np.ndarray) -> float:
@@ -203,8 +209,8 @@ from .ba import read_ba, run_ba  # noqa: E402  (ba.py and hand.py use the helper
 from .hand import read_hand, run_hand  # noqa: E402
 
 # problem -> (path, derivation or None for the problem's default, backend) -> result
-RUNNERS = {"gmm": lambda path, deriv=None, backend=None: run_gmm(path, deriv, backend=backend),
-           "lstm": lambda path, deriv=None, backend=None: run_lstm(path, deriv, backend=backend),
+RUNNERS = {"gmm": lambda path, deriv=None, backend=None, wrt=False: run_gmm(path, deriv, backend=backend, wrt=wrt),
+           "lstm": lambda path, deriv=None, backend=None, wrt=False: run_lstm(path, deriv, backend=backend, wrt=wrt),
            "ba": lambda path, deriv=None, backend=None: run_ba(path, deriv or "rev", backend=backend),
            "hand": lambda path, deriv=None, backend=None: run_hand(path, deriv or "fwd", backend=backend)}
 __all__ = ["read_ba", "read_gmm", "read_hand", "read_lstm", "run_ba", "run_gmm", "run_hand", "run_lstm",

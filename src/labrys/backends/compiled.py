@@ -28,6 +28,7 @@ from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.types import BOOL, FLOAT, INTEGER, TTensor, TTuple, Type
 from ..values import dense, make_vec
+from .boundary import fast_entry
 from .cache import compiled_function
 from .numba_source import NumbaModuleSource, Unsupported, array_rank
 from .python import PythonBackend, note
@@ -132,6 +133,7 @@ class CompiledBackend(PythonBackend):
                 slow.append(PythonBackend.generate(self, d))
             return slow[0](arg)
 
+        fast = fast_entry(tuple(p.type for p in d.params), d.ret, compiled, self.name)  # Note [Cheap boundaries]
         if len(convert) == 1:
             (c,) = convert
 
@@ -140,6 +142,7 @@ class CompiledBackend(PythonBackend):
                     return fn(c(arg))
                 except (ArithmeticError, LookupError, AssertionError, ValueError, TypeError, MemoryError):
                     return on_python(arg)
+            run1.fast = fast
             return run1
 
         def run(arg: Any) -> Any:
@@ -147,4 +150,5 @@ class CompiledBackend(PythonBackend):
                 return fn(*[c(x) for c, x in zip(convert, arg)])
             except (ArithmeticError, LookupError, AssertionError, ValueError, TypeError, MemoryError):
                 return on_python(arg)
+        run.fast = fast
         return run

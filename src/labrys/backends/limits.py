@@ -46,4 +46,6 @@ def guard_depth(fn: Callable[[Any], Any], name: str, span: Span | None) -> Calla
             raise too_deep(name, span, min(depth, Limits.max_depth)) from None
         finally:
             ctx.depth -= 1
+    # compiled code's fast entry (Note [Cheap boundaries]): one activation, it calls no Python
+    guarded.fast = getattr(fn, "fast", None)
     return guarded

@@ -20,6 +20,7 @@ from ..ir.names import show_name
 from ..ir.traverse import FreshNames, all_names, nodes
 from ..ir.types import BOOL, FLOAT, INTEGER, TTensor, TTuple, Type
 from ..opt.anf import desugar_map
+from ..opt.fusion import fuse_loops
 from ..types.checker import Signature, check_def
 from ..types.primitives import Primitive
 from .numba_tangents import SparseSum, TangentMixin, rebuild
@@ -90,7 +91,7 @@ class NumbaModuleSource(PyModuleSource):
     def add_def(self, d: ir.Def) -> str:
         if any(k > MAX_NODES for k, _ in enumerate(nodes(d.body))):
             raise Unsupported(f"a body of more than {MAX_NODES} nodes", d.span)
-        d = self.without_map(d)
+        d = fuse_loops(self.without_map(d))  # Note [Fusing sum of build] in labrys.opt.fusion
         for p in d.params:
             if not representable(p.type):
                 raise Unsupported(f"parameter {p.name} of type {p.type}", p.span or d.span)

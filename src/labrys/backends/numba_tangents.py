@@ -41,7 +41,8 @@ class Added:
 ADDED = Added()
 
 
-def plan_nested_accumulation(direct: dict[int, list[str]], body: ir.Expr, accs: list[str]) -> None:
+def plan_nested_accumulation(direct: dict[int, list], body: ir.Expr, accs: list[str],
+                             loop_var: str | None = None) -> None:
     """Note [Nested accumulation]
     ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
     Reverse mode nests ts_sumbuild loops: the body of the outer one binds
@@ -51,7 +52,11 @@ def plan_nested_accumulation(direct: dict[int, list[str]], body: ir.Expr, accs: 
     loop binds that is used only as a component of the body's result is
     added straight into the outer accumulator of that component; ``direct``
     maps the let to those accumulators (None for the other variables, which
-    get accumulators of their own)."""
+    get accumulators of their own).  A variable used only in ``(ts_delta like i r)``,
+    itself a component of the result, is added into row i of that component's
+    accumulator (a view, ``acc[i]``): the reverse of ``(index i m)`` inside a loop
+    over a row of m accumulates in place, with no row-sized temporary per
+    iteration."""
     chain, e = [], body
     while isinstance(e, ir.Let):
         chain.append(e)
@@ -74,10 +79,40 @@ def plan_nested_accumulation(direct: dict[int, list[str]], body: ir.Expr, accs: 
         inner = rhs.type.elems if len(let.names) > 1 else (rhs.type,)
         if any(isinstance(t, TTuple) for t in inner):
             continue
-        targets = [accs[slot[n]] if n in slot and uses.get(n) == 1 and bound.count(n) == 1 else None
-                   for n in let.names]
-        if any(targets) and len(set(filter(None, targets))) == len(list(filter(None, targets))):
+        rows: list[ir.Let] = []
+        targets = []
+        for name, t in zip(let.names, inner):
+            if name in slot and uses.get(name) == 1 and bound.count(name) == 1:
+                targets.append(accs[slot[name]])
+                continue
+            row = _row_target(name, t, let, chain, slot, uses, bound, loop_var)
+            targets.append(None if row is None else ("row", accs[slot[row.binder]], ir.call_args(row.rhs)[1]))
+            if row is not None:
+                rows.append(row)
+        keys = [t if isinstance(t, str) else t[1] for t in targets if t is not None]
+        if keys and len(set(keys)) == len(keys):
             direct[id(let)] = targets
+            for row in rows:
+                direct[id(row)] = ADDED
+
+
+def _row_target(name: str, t: Type, inner: ir.Let, chain: list[ir.Let], slot: dict[str, int],
+                uses: dict[str, int], bound: list[str], loop_var: str | None) -> ir.Let | None:
+    """The let ``(x (ts_delta like i name))`` of ``chain`` after ``inner``, x a component of
+    the result, i bound before ``inner`` (Note [Nested accumulation]); None if there is none."""
+    if not _is_array(t) or uses.get(name) != 1 or bound.count(name) != 1:
+        return None
+    before = {n for let in chain[:chain.index(inner)] for n in let.names} | {loop_var}
+    for let in chain[chain.index(inner) + 1:]:
+        rhs = let.rhs
+        if not (isinstance(let.binder, str) and isinstance(rhs, ir.Call) and rhs.func == "ts_delta"):
+            continue
+        like, i, x = ir.call_args(rhs)
+        if isinstance(x, ir.Var) and x.name == name and isinstance(i, ir.Var) and i.name in before \
+                and _is_array(like.type) and like.type.rank == 1 and let.binder in slot and uses.get(let.binder) == 1 \
+                and bound.count(let.binder) == 1:
+            return let
+    return None
 
 
 def leaves(t: Type, path: str = "") -> list[tuple[str, Type]]:
@@ -110,7 +145,11 @@ class TangentMixin:
 
     def let_step(self, e: ir.Let) -> None:
         into = self.mod.direct.pop(id(e), None)
+        if into is ADDED:  # Note [Nested accumulation]: the row was accumulated in place
+            self.env[e.binder] = ADDED
+            return
         if into is not None:  # Note [Nested accumulation]
+            into = [self.row_view(t) if isinstance(t, tuple) else t for t in into]
             accs = self.ts_sumbuild(*ir.call_args(e.rhs), into)
             for name, target, acc in zip(e.names, into, accs):
                 self.env[name] = ADDED if target else acc
@@ -120,12 +159,21 @@ class TangentMixin:
             value = self.sparse_value(e.rhs)
             if value is None:
                 return super().let_step(e)
+            if isinstance(value, SparseSum) and value.base is not None:
+                # dense already: made here, not at each use (a use inside a loop would copy it per iteration)
+                self.env[e.binder] = self.materialise(value)
+                return
             if isinstance(value, SparseSum):
                 self.env[e.binder] = value
                 return
             self.env[e.binder] = value if value.isidentifier() else self.named(value)
             return
         super().let_step(e)
+
+    def row_view(self, target: tuple) -> str:
+        """Row i of an accumulator, as a view to accumulate into (Note [Nested accumulation])."""
+        _, acc, i = target
+        return self.named(f"{acc}[_checkindex({self.atom(i)}, {acc}.shape[0])]")
 
     def named(self, code: str) -> str:
         t = self.mod.fresh()
@@ -221,9 +269,32 @@ class TangentMixin:
         self.emit(f"for {i} in range({size}):")
         inner = self.indented()
         inner.env[lam.var] = i
-        plan_nested_accumulation(self.mod.direct, lam.body, accs)
-        inner.accumulate(accs, result, inner.sparse_atom(lam.body))
+        plan_nested_accumulation(self.mod.direct, lam.body, accs, lam.var)
+        inner.accumulate_body(accs, result, lam.body)
         return accs
+
+    def accumulate_body(self, accs: list[str], t: Type, e: ir.Expr) -> None:
+        """Note [Accumulating in branches]
+        ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+        A loop body whose value is an ``if`` (the reverse of a loop over a
+        piecewise body: make_Q's diagonal, lower triangle and zeros) adds each
+        branch's value into the accumulators inside that branch.  Made into a
+        value first, each branch's one-hot was materialised as a vector the size
+        of the whole cotangent per iteration, O(d⁴) for make_Q instead of O(d²);
+        a zero branch adds nothing."""
+        while isinstance(e, ir.Let):
+            if isinstance(e.binder, str) and isinstance(e.rhs, ir.If) and isinstance(e.body, ir.Var) \
+                    and e.body.name == e.binder:
+                e = e.rhs
+                continue
+            self.let_step(e)
+            e = e.body
+        if isinstance(e, ir.If):
+            self.branches(e, lambda em, x: em.accumulate_body(accs, t, x))
+        elif isinstance(e, ir.Call) and e.func == "ts_zero" or isinstance(e, ir.Const) and e.value == 0.0:
+            self.emit("pass")
+        else:
+            self.accumulate(accs, t, self.sparse_atom(e))
 
     # --- tangent primitives -----------------------------------------------------------
 

@@ -49,10 +49,14 @@ def gradient(module: Module, program: LabrysProgram, derivation: str, pick: Call
     Deriving happens here, so a derivation that rejects the program raises now."""
     if program.derivative is not None:
         return program.derivative(module, derivation, pick)
-    back = module.derive(derivation, program.function)
+    from ..ad import REGISTRY
+
+    wrt = program.wrt if program.wrt and REGISTRY.get(derivation).activity else None
+    back = module.derive(derivation, program.function, wrt=wrt)
     args = program.args[0] if len(program.args) == 1 else program.args
+    read = (lambda g: g) if wrt else program.pick
 
     def run() -> Any:
-        rows = [program.pick(pick(back(args, ct))) for ct in program.cotangents]
+        rows = [read(pick(back(args, ct))) for ct in program.cotangents]
         return rows[0] if len(rows) == 1 else rows
     return run

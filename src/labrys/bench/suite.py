@@ -45,6 +45,9 @@ class LabrysProgram:
     cotangents: tuple = (1.0,)                # one reverse pass each: (1.0,) for a Float result
     # instead of reverse passes of `function`: derivative(module, derivation, pick) -> a call computing it
     derivative: Callable[[Any, str, Callable], Callable[[], Any]] | None = None
+    # the parameters the peers differentiate: a derivation that takes wrt (docs/activity.md) computes
+    # only their cotangents, in this order, and ``pick`` is not applied
+    wrt: tuple[str, ...] = ()
 
 
 @dataclass

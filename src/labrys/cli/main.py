@@ -94,7 +94,7 @@ def cmd_fmt(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from .show import show
 
-    return show(args.file, args.fn, args.stages, args.deriv, not args.unoptimised, args.timings)
+    return show(args.file, args.fn, args.stages, args.deriv, not args.unoptimised, args.timings, args.wrt)
 
 
 def cmd_prims(args: argparse.Namespace) -> int:
@@ -125,7 +125,10 @@ def cmd_adbench(args: argparse.Namespace) -> int:
     from ..adbench import RUNNERS
 
     with progress(f"ADBench {args.problem} on {args.datafile}"):
-        result = RUNNERS[args.problem](args.datafile, args.deriv, backend=args.backend)
+        if args.wrt and args.problem not in ("gmm", "lstm"):
+            raise LabrysError(f"--wrt applies to gmm and lstm (their data is an argument), not {args.problem}")
+        more = {"wrt": True} if args.wrt else {}
+        result = RUNNERS[args.problem](args.datafile, args.deriv, backend=args.backend, **more)
     for line in result.summary():
         print(line)
     if args.out:  # one folder per problem: gmm's and ba's test.txt never meet
@@ -266,6 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
                            f"2019 Demo's fwd and rev): {', '.join(REGISTRY.names(internal=True))} "
                            "(labrys algorithms lists them)")
     show.add_argument("--unoptimised", action="store_true", help="print the derivation before optimisation")
+    show.add_argument("--wrt", metavar="X,Y", help="differentiate with respect to these parameters only: "
+                      "[rev FN (wrt X Y)] (docs/activity.md)")
     show.add_argument("--timings", action="store_true", help="with --stages: the time each pass took")
     show.set_defaults(handler=cmd_show)
 
@@ -321,6 +326,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "sufrev, docs/split.md); ba and hand any forward "
                           f"or reverse one ({', '.join(REGISTRY.names('forward') + REGISTRY.names('reverse'))}; "
                           "default rev for ba, fwd for hand)")
+    adb.add_argument("--wrt", action="store_true",
+                     help="gmm, lstm: differentiate with respect to the parameters only, not the data "
+                          "(gmm: alphas, means, icf; lstm: main_params, extra_params), so the data gets no "
+                          "cotangent code (docs/activity.md)")
     adb.add_argument("--out", metavar="DIR",
                      help="write ADBench's <name>_F_labrys.txt and <name>_J_labrys.txt into DIR/PROBLEM/")
     add_backend(adb)

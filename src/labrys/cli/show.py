@@ -29,23 +29,26 @@ def rule(title: str) -> None:
     print("-" * 72)
 
 
-def show(path: str, fn: str, stages: bool, derivation: str | None, optimise: bool, timings: bool = False) -> int:
+def show(path: str, fn: str, stages: bool, derivation: str | None, optimise: bool, timings: bool = False,
+         wrt: str | None = None) -> int:
     """No derivation named: the default gradient (with which one and why), or with
-    ``stages`` the 2019 Demo's stages."""
+    ``stages`` the 2019 Demo's stages.  ``wrt``: comma-separated parameters
+    (docs/activity.md), for ``rev``; the Demo's stages then show rev only."""
     module = load(path, backend="interp")
-    if derivation is None:
+    if derivation is None and not wrt:
         sigs = module.function(fn).sigs
         if len(sigs) == 1:
             choice = default_gradient(module.derivations, sigs[0])
             print(f"; the default gradient (labrys.grad, labrys adbench) is {choice.method}: {choice.reason}")
             derivation = None if stages else choice.method
     if not stages:
-        highlight(module.derive(derivation or "rev", fn, optimise=optimise).source)
+        highlight(module.derive(derivation or "rev", fn, optimise=optimise, wrt=wrt).source)
         return 0
-    sig = module.derive(derivation or "rev", fn).sig
+    active = module.derive(derivation or "rev", fn, wrt=wrt)
+    sig = active.sig
     shown: set[str] = set()
-    for name in (derivation,) if derivation else DEMO:
-        for stage in module.derivations.derive(name, sig, views=True).stages:
+    for name in (derivation,) if derivation else DEMO if not wrt else ("rev",):
+        for stage in module.derivations.derive(name, sig, views=True, wrt=active.wrt).stages:
             if stage.title in shown:
                 continue
             shown.add(stage.title)

@@ -21,11 +21,16 @@ class TypedName:
 
 @dataclass(frozen=True, slots=True)
 class DerivedName:
+    """``[rev f]``; with ``wrt`` (activity, docs/activity.md), ``[rev f (wrt a b)]``:
+    the derivative with respect to the named parameters of f only."""
+
     derivation: str
     base: "Name"
+    wrt: tuple[str, ...] = ()
 
     def __str__(self) -> str:
-        return f"[{self.derivation} {show_name(self.base)}]"
+        wrt = f" (wrt {' '.join(self.wrt)})" if self.wrt else ""
+        return f"[{self.derivation} {show_name(self.base)}{wrt}]"
 
 
 Name = str | TypedName | DerivedName
@@ -40,8 +45,8 @@ def erase_types(name: Name) -> Name:
     match name:
         case TypedName(base, _):
             return base
-        case DerivedName(d, base):
-            return DerivedName(d, erase_types(base))
+        case DerivedName(d, base, wrt):
+            return DerivedName(d, erase_types(base), wrt)
     return name
 
 

@@ -278,6 +278,7 @@ class Edef:
 class Gdef:
     derivation: str
     name: Name  # usually [f T]
+    wrt: tuple[str, ...] = ()  # (gdef rev [f T] (wrt a b)): with respect to these parameters only
     span: Span | None = field(**_meta)
 
 

@@ -20,7 +20,7 @@ from ..ir.traverse import FreshNames, all_names, map_bottom_up, nodes, size, sub
 from ..util.deep import deep
 from .anf import rename_apart
 
-MAX_SIZE = 60
+MAX_SIZE = 100
 
 
 def is_leaf(d: ir.Def) -> bool:

@@ -115,9 +115,26 @@ def parse_name(x: SExpr) -> Name:
     if x.bracket != "[" or len(x.items) < 2:
         raise _err("expected a function name such as f, [f Float] or [rev f]", x)
     head, rest = x.items[0], x.items[1:]
+    if len(rest) == 2 and _is_wrt(rest[1]) and not _looks_like_type(rest[0]):
+        return DerivedName(_sym(head, "a derivation name"), parse_name(rest[0]), parse_wrt(rest[1]))
     if len(rest) == 1 and not _looks_like_type(rest[0]):
         return DerivedName(_sym(head, "a derivation name"), parse_name(rest[0]))
     return TypedName(_sym(head, "a function name"), _type_from_items(rest, x))
+
+
+def _is_wrt(x: SExpr) -> bool:
+    return isinstance(x, SList) and bool(x.items) and _is_sym(x.items[0], "wrt")
+
+
+def parse_wrt(x: SExpr) -> tuple[str, ...]:
+    """``(wrt a b ...)``: the parameters a derivative is taken with respect to (docs/activity.md)."""
+    if not _is_wrt(x) or len(x.items) < 2:
+        raise _err("expected '(wrt PARAM ...)', naming at least one parameter", x)
+    names = tuple(_sym(a, "a parameter name") for a in x.items[1:])
+    for k, a in enumerate(names):
+        if a in names[:k]:
+            raise _err(f"parameter '{a}' appears twice in wrt", x.items[k + 1])
+    return names
 
 
 def _param(x: SExpr) -> ir.Param:
@@ -365,9 +382,11 @@ def _decl(x: SExpr) -> ir.Decl:
             raise _err("malformed edef: expected (edef NAME RETTYPE ARGTYPE)", x)
         return ir.Edef(parse_name(args[0]), parse_type(args[1]), _edef_arg_type(args[2]), span=x.span)
     if kind == "gdef":
-        if len(args) != 2:
-            raise _err("malformed gdef: expected (gdef DERIVATION [NAME ARGTYPE])", x)
-        return ir.Gdef(_sym(args[0], "a derivation name"), parse_name(args[1]), span=x.span)
+        if len(args) not in (2, 3):
+            raise _err("malformed gdef: expected (gdef DERIVATION [NAME ARGTYPE]) or "
+                       "(gdef DERIVATION [NAME ARGTYPE] (wrt PARAM ...))", x)
+        wrt = parse_wrt(args[2]) if len(args) == 3 else ()
+        return ir.Gdef(_sym(args[0], "a derivation name"), parse_name(args[1]), wrt, span=x.span)
     if kind == "rule":
         if len(args) != 4 or not (isinstance(args[0], Atom) and args[0].kind == "str"):
             raise _err('malformed rule: expected (rule "name" PARAMS LHS RHS)', x)

@@ -122,8 +122,8 @@ def decl_doc(d: ir.Decl) -> Doc:
             return Doc(["def", show_name(name), show_type(ret), _params(params), expr_doc(body)], "body")
         case ir.Edef(name, ret, arg):
             return Doc(["edef", show_name(name), show_type(ret), show_type(arg)])
-        case ir.Gdef(deriv, name):
-            return Doc(["gdef", deriv, show_name(name)])
+        case ir.Gdef(deriv, name, wrt):
+            return Doc(["gdef", deriv, show_name(name), *([f"(wrt {' '.join(wrt)})"] if wrt else [])])
         case ir.Rule(name, params, lhs, rhs):
             return Doc(["rule", _str_lit(name), _params(params), expr_doc(lhs), expr_doc(rhs)], "lines")
     raise TypeError(f"not a declaration: {d!r}")

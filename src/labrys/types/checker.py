@@ -39,7 +39,7 @@ class DerivationTable(Protocol):
     """What the checker asks of the registry of derivations."""
 
     def signature(self, name: str, base: "Signature | Primitive", arg: Type,
-                  functions: "Functions") -> tuple[Type, Type] | None:
+                  functions: "Functions", wrt: tuple[str, ...] = ()) -> tuple[Type, Type] | None:
         """The (argument, result) types of ``[name base]`` for base's argument type
         ``arg``; None when the derivation does not apply to these types.  Raises a
         LabrysError (without a position) for an unknown or unimplemented derivation."""
@@ -48,7 +48,7 @@ class DerivationTable(Protocol):
 class NoDerivations:
     """A table that knows no derivation (programs checked without labrys.ad)."""
 
-    def signature(self, name, base, arg, functions):
+    def signature(self, name, base, arg, functions, wrt=()):
         raise LabrysError(f"unknown derivation '{name}'")
 
 
@@ -95,15 +95,16 @@ class Functions:
         for base in self.candidates(name.base):
             if selected_type(name.base) not in (None, base.arg):
                 continue
-            conv = self.signature(name.derivation, base, base.arg)
+            conv = self.signature(name.derivation, base, base.arg, name.wrt)
             if conv is not None and conv[0] == arg:
                 gdef = ir.Gdef(name.derivation, TypedName(base_name(base.name), base.arg)
-                               if isinstance(base.name, str) else base.name, span=base.decl.span)
-                sig = Signature(DerivedName(name.derivation, erase_types(base.name)), conv[0], conv[1], gdef, base.arg)
+                               if isinstance(base.name, str) else base.name, name.wrt, span=base.decl.span)
+                sig = Signature(DerivedName(name.derivation, erase_types(base.name), name.wrt), conv[0], conv[1],
+                                gdef, base.arg)
                 self.groups.setdefault(erase_types(sig.name), []).append(sig)
                 return sig
         prim = lookup(name.base)
-        return self._derive_primitive(name, prim, arg) if prim is not None else None
+        return self._derive_primitive(name, prim, arg) if prim is not None and not name.wrt else None
 
     def _derive_primitive(self, name: DerivedName, prim: Primitive, arg: Type) -> Signature | None:
         """[d p] of a primitive p: its primal type is the derived function's argument,
@@ -120,7 +121,10 @@ class Functions:
                 return sig
         return None
 
-    def signature(self, derivation: str, base: "Signature | Primitive", arg: Type) -> tuple[Type, Type] | None:
+    def signature(self, derivation: str, base: "Signature | Primitive", arg: Type,
+                  wrt: tuple[str, ...] = ()) -> tuple[Type, Type] | None:
+        if wrt:  # only then, so that a table written before activity keeps working
+            return self.derivations.signature(derivation, base, arg, self, wrt)
         return self.derivations.signature(derivation, base, arg, self)
 
     def by_name(self, name: Name) -> Signature | None:
@@ -364,13 +368,14 @@ def _gdef_signature(d: ir.Gdef, fs: Functions) -> Signature | None:
         raise _err(f"gdef {d.derivation}: {what} matches {show_name(d.name)}", d.span,
                    "write the argument type: (gdef DERIVATION [NAME ARGTYPE])")
     try:
-        conv = fs.signature(d.derivation, base, base.arg)
+        conv = fs.signature(d.derivation, base, base.arg, d.wrt)
     except LabrysError as exc:  # unknown, or not implemented yet
         raise _err(f"gdef {d.derivation}: {exc.message}", d.span) from None
     if conv is None:
         raise _err(f"gdef {d.derivation}: the derivation does not apply to {show_name(base.name)} : "
                    f"{base.arg} -> {base.ret}", d.span)
-    name = DerivedName(d.derivation, base.name if isinstance(base.name, TypedName) else erase_types(base.name))
+    name = DerivedName(d.derivation, base.name if isinstance(base.name, TypedName) else erase_types(base.name),
+                       d.wrt)
     return Signature(name, conv[0], conv[1], d, base.arg)
 
 
