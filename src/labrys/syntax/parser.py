@@ -21,7 +21,7 @@ from .sexpr import Atom, SExpr, SList, read
 _GET = re.compile(r"get\$([0-9]+)\$([0-9]+)\Z")
 # Older Knossos programs spell [fwd f] as fwd$f (and [D $ranhashdoub] as D$$ranhashdoub).
 _OLD_DERIVED = re.compile(r"(D|Dt|R|fwd|rev|fwdt|revt|CL|shape|suffwdpass|sufrevpass|sufrev)\$(.+)\Z")
-_TYPE_HEADS = {"Tuple", "Vec", "Tensor", "Lam", "LM", "Sum"}
+_TYPE_HEADS = {"Tuple", "Vec", "Tensor", "Lam", "Lambda", "LM", "Sum"}  # Lambda: lambda.ks's Lam
 _KEYWORDS = {"let", "if", "tuple", "lam", "assert", "inl", "inr", "case", "fn",
              "def", "edef", "gdef", "rule", ":"}
 
@@ -83,7 +83,7 @@ def _type_from_items(items: tuple[SExpr, ...], where: SExpr | Span) -> Type:
             raise _err("a Tensor rank is a positive integer", rank)
         return TTensor(rank.value, parse_type(args[1]))
     arity(2)
-    ctor = {"Lam": TLam, "LM": TLM, "Sum": TSum}[name]
+    ctor = {"Lam": TLam, "Lambda": TLam, "LM": TLM, "Sum": TSum}[name]
     return ctor(parse_type(args[0]), parse_type(args[1]))
 
 
