@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..errors import LabrysError, Span
 from ..ir import nodes as ir
 from ..ir.names import DerivedName, TypedName
+from ..ir.traverse import free_vars
 from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TTensor, TTuple, Type
 from .sexpr import Atom, SExpr, SList
 
@@ -24,6 +25,20 @@ def operator_name(symbol: str, nargs: int) -> str | None:
     if symbol == "-" and nargs == 1:
         return "neg"
     return OPERATORS.get(symbol)
+
+
+# Note [The linear-types experiment]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A few Knossos test programs (prqv.ks, forRange.ks, vprod.ks) come from an
+# experiment with linear types in the Knossos compiler: a reverse mode written
+# revl$f, a loop (forRange n acc0 (lam (i_acc : Tuple Integer A) ...)), a
+# tuple-unpacking (untuple (a b) e body) and (indexL i v), which returns the
+# vector together with its element so that v is used once.  revl$f has the
+# calling convention of rev$f ((x, dr) -> dx) and computes the same function,
+# so labrys reads it as [rev f]; forRange is ifold with its arguments in
+# another order; untuple is a tuple let; indexL is a primitive
+# (prelude/knossos.py) with derivative rules.
+OLD_DERIVATIONS = {"revl": "rev"}
 
 
 # Note [$dummy]
@@ -102,3 +117,44 @@ def bind_sizes(sizes: list[tuple[str, ir.Expr]], body: ir.Expr) -> ir.Expr:
     for name, e in reversed(sizes):
         body = ir.Let(name, e, body, span=body.span)
     return body
+
+
+# The forms of Note [The linear-types experiment]; each takes the expression
+# parser, the whole form and its arguments, as the parser's own forms do.
+def form_untuple(p, x: SList, args: tuple[SExpr, ...]) -> ir.Expr:
+    """``(untuple (a b ...) e body)``: ``(let ((a b ...) e) body)``."""
+    pattern = args[0] if len(args) == 3 else None
+    names = tuple(v.value for v in pattern.items if isinstance(v, Atom) and v.kind == "sym") \
+        if isinstance(pattern, SList) and pattern.bracket == "(" else ()
+    if pattern is None or not names or len(names) != len(pattern.items):
+        raise LabrysError("malformed 'untuple': expected (untuple (a b ...) e body)", x.span)
+    if len(set(names)) != len(names):
+        raise LabrysError("a tuple pattern binds each name once", pattern.span)
+    rhs = p.expr(args[1])
+    return ir.Let(names, rhs, p.under(names, args[2]), span=x.span,
+                  binding_span=Span(x.span.source, pattern.span.start, args[1].span.end))
+
+
+def form_for_range(p, x: SList, args: tuple[SExpr, ...]) -> ir.Expr:
+    """``(forRange n acc0 (lam (i_acc : Tuple Integer A) body))``: ``(ifold n
+    (lam (acc_i : Tuple A Integer) body[i_acc := (tuple i acc)]) acc0)``."""
+    f = args[2] if len(args) == 3 else None
+    if not (isinstance(f, SList) and f.items and isinstance(f.items[0], Atom) and f.items[0].value == "lam"):
+        raise LabrysError("malformed 'forRange': expected (forRange n acc0 (lam (i_acc : Tuple Integer A) body))",
+                          x.span)
+    lam = p.expr(f)
+    t = lam.var_type if isinstance(lam, ir.Lam) else None
+    if not (isinstance(t, TTuple) and len(t.elems) == 2 and t.elems[0] == INTEGER):
+        raise LabrysError("forRange: the loop body takes (Tuple Integer A): the index and the accumulator",
+                          f.span)
+    taken, acc_i = free_vars(lam.body) | {lam.var}, "acc_i"
+    while acc_i in taken:
+        acc_i += "'"
+    pair = ir.Tuple((ir.Get(2, 2, ir.Var(acc_i, span=f.span), span=f.span),
+                     ir.Get(1, 2, ir.Var(acc_i, span=f.span), span=f.span)), span=f.span)
+    body = ir.Let(lam.var, pair, lam.body, span=f.span)
+    step = ir.Lam(acc_i, TTuple((t.elems[1], INTEGER)), body, span=f.span)
+    return ir.Call("ifold", ir.Tuple((p.expr(args[0]), step, p.expr(args[1])), span=x.span), span=x.span)
+
+
+LINEAR_FORMS = {"untuple": form_untuple, "forRange": form_for_range}

@@ -15,12 +15,13 @@ from ..ir import nodes as ir
 from ..ir.names import DerivedName, Name, TypedName
 from ..ir.types import BASE_TYPES, TLM, TLam, TSum, TTensor, TTuple, Type
 from ..util.deep import deep, gc_paused
+from . import knossos_forms
 from .knossos_forms import bind_sizes, dummy_value, operator_name, size_variables, type_applied
 from .sexpr import Atom, SExpr, SList, read
 
 _GET = re.compile(r"get\$([0-9]+)\$([0-9]+)\Z")
 # Older Knossos programs spell [fwd f] as fwd$f (and [D $ranhashdoub] as D$$ranhashdoub).
-_OLD_DERIVED = re.compile(r"(D|Dt|R|fwd|rev|fwdt|revt|CL|shape|suffwdpass|sufrevpass|sufrev)\$(.+)\Z")
+_OLD_DERIVED = re.compile(r"(D|Dt|R|fwd|rev|revl|fwdt|revt|CL|shape|suffwdpass|sufrevpass|sufrev)\$(.+)\Z")
 _TYPE_HEADS = {"Tuple", "Vec", "Tensor", "Lam", "Lambda", "LM", "Sum"}  # Lambda: lambda.ks's Lam
 _KEYWORDS = {"let", "if", "tuple", "lam", "assert", "inl", "inr", "case", "fn",
              "def", "edef", "gdef", "rule", ":"}
@@ -111,7 +112,7 @@ def parse_name(x: SExpr) -> Name:
     if isinstance(x, Atom):
         name = _sym(x, "a function name")
         old = _OLD_DERIVED.match(name)
-        return DerivedName(old.group(1), old.group(2)) if old else name
+        return DerivedName(knossos_forms.OLD_DERIVATIONS.get(old.group(1), old.group(1)), old.group(2)) if old else name
     if x.bracket != "[" or len(x.items) < 2:
         raise _err("expected a function name such as f, [f Float] or [rev f]", x)
     head, rest = x.items[0], x.items[1:]
@@ -329,6 +330,7 @@ _OLD_FUNCTION_ARGS = ("$trace", "$check")
 _FORMS = {name: getattr(_ExprParser, "form_" + name)
           for name in ("let", "if", "tuple", "lam", "assert", "inl", "inr", "case", "fn")}
 _FORMS["$dummy"] = _ExprParser.form_dummy
+_FORMS.update(knossos_forms.LINEAR_FORMS)   # Note [The linear-types experiment] in knossos_forms.py
 
 
 def _binding_pattern(b: SExpr) -> str | tuple[str, ...] | None:

@@ -20,7 +20,7 @@ from ..ir import nodes as ir
 from ..ir.names import DerivedName, Name, TypedName, base_name, erase_types, selected_type, show_name
 from ..ir.types import BOOL, TLam, TSum, TTuple, Type
 from ..util.deep import deep, gc_paused
-from .compat import drop_redefinitions, shape_as_size
+from .compat import drop_redefinitions, implement_runtime_edefs, shape_as_size
 from .primitives import Primitive, lookup
 
 
@@ -404,7 +404,7 @@ def _check_decl(c: _Checker, d: ir.Decl) -> ir.Decl:
 @gc_paused
 @deep
 def check_program(program: ir.Program, derivations: DerivationTable | None = None) -> CheckedProgram:
-    program = drop_redefinitions(program)   # Note [Redefinitions] in types/compat.py
+    program = implement_runtime_edefs(drop_redefinitions(program))   # Notes in types/compat.py
     functions = collect_functions(program, derivations)
     checker = _Checker(functions)
     typed = ir.Program(tuple(_check_decl(checker, d) for d in program.decls))
