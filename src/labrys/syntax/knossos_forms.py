@@ -147,9 +147,7 @@ def form_for_range(p, x: SList, args: tuple[SExpr, ...]) -> ir.Expr:
     if not (isinstance(t, TTuple) and len(t.elems) == 2 and t.elems[0] == INTEGER):
         raise LabrysError("forRange: the loop body takes (Tuple Integer A): the index and the accumulator",
                           f.span)
-    taken, acc_i = free_vars(lam.body) | {lam.var}, "acc_i"
-    while acc_i in taken:
-        acc_i += "'"
+    acc_i = _fresh("acc_i", free_vars(lam.body) | {lam.var})
     pair = ir.Tuple((ir.Get(2, 2, ir.Var(acc_i, span=f.span), span=f.span),
                      ir.Get(1, 2, ir.Var(acc_i, span=f.span), span=f.span)), span=f.span)
     body = ir.Let(lam.var, pair, lam.body, span=f.span)
@@ -158,3 +156,52 @@ def form_for_range(p, x: SList, args: tuple[SExpr, ...]) -> ir.Expr:
 
 
 LINEAR_FORMS = {"untuple": form_untuple, "forRange": form_for_range}
+
+
+# Note [Destination-passing style]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# dps.ks, a Knossos test program, writes functions in destination-passing
+# style: each takes an Allocator to build its result in, (dps$build dest
+# (tuple n (lam (dest_i : Tuple Allocator Integer) e))) builds a vector whose
+# element i is e, computed with (tuple dest i), and ($allocateAndEmplace bytes
+# (lam (dest : Allocator) e)) runs e with a fresh allocator of that many
+# bytes.  labrys values need no allocator: an Allocator is the empty tuple,
+# dps$build is build, and $allocateAndEmplace calls its function on (tuple)
+# (the size is evaluated and not otherwise used).
+def form_dps_build(p, x: SList, args: tuple[SExpr, ...]) -> ir.Expr:
+    pair = args[1] if len(args) == 2 else None
+    items = pair.items if isinstance(pair, SList) and pair.bracket == "(" else ()
+    if not (len(items) == 3 and isinstance(items[0], Atom) and items[0].value == "tuple"
+            and _is_lam(items[2])):
+        raise LabrysError("malformed 'dps$build': expected (dps$build DEST (tuple N (lam (dest_i : Tuple Allocator "
+                          "Integer) e)))", x.span)
+    f = p.expr(items[2])
+    taken = free_vars(f) | {f.var}
+    dest, i = _fresh("dest", taken), _fresh("i", taken)
+    body = ir.Let(f.var, ir.Tuple((ir.Var(dest, span=x.span), ir.Var(i, span=x.span)), span=x.span), f.body,
+                  span=f.span)
+    build = ir.Call("build", ir.Tuple((p.expr(items[1]), ir.Lam(i, INTEGER, body, span=f.span)), span=x.span),
+                    span=x.span)
+    return ir.Let(dest, p.expr(args[0]), build, span=x.span)
+
+
+def form_allocate_and_emplace(p, x: SList, args: tuple[SExpr, ...]) -> ir.Expr:
+    if not (len(args) == 2 and _is_lam(args[1])):
+        raise LabrysError("malformed '$allocateAndEmplace': expected ($allocateAndEmplace BYTES "
+                          "(lam (dest : Allocator) e))", x.span)
+    f = p.expr(args[1])
+    size = _fresh("bytes", free_vars(f) | {f.var})
+    return ir.Let(size, p.expr(args[0]), ir.Let(f.var, ir.Tuple((), span=x.span), f.body, span=x.span), span=x.span)
+
+
+def _is_lam(x: SExpr) -> bool:
+    return isinstance(x, SList) and bool(x.items) and isinstance(x.items[0], Atom) and x.items[0].value == "lam"
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    while base in taken:
+        base += "'"
+    return base
+
+
+DPS_FORMS = {"dps$build": form_dps_build, "$allocateAndEmplace": form_allocate_and_emplace}

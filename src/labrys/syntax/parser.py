@@ -48,7 +48,7 @@ def parse_type(x: SExpr) -> Type:
     if isinstance(x, Atom):
         if x.kind == "sym" and x.value in BASE_TYPES:
             return BASE_TYPES[x.value]
-        if x.kind == "sym" and x.value == "Tuple":
+        if x.kind == "sym" and x.value in ("Tuple", "Allocator"):   # Note [Destination-passing style]
             return TTuple(())
         raise _err(f"unknown type '{x.text}'", x)
     return _type_from_items(x.items, x)
@@ -103,7 +103,7 @@ def _edef_arg_type(x: SExpr) -> Type:
 
 def _looks_like_type(x: SExpr) -> bool:
     if isinstance(x, Atom):
-        return x.kind == "sym" and (x.value in BASE_TYPES or x.value == "Tuple")
+        return x.kind == "sym" and (x.value in BASE_TYPES or x.value in ("Tuple", "Allocator"))
     return bool(x.items) and _is_sym(x.items[0]) and x.items[0].value in _TYPE_HEADS
 
 
@@ -330,7 +330,7 @@ _OLD_FUNCTION_ARGS = ("$trace", "$check")
 _FORMS = {name: getattr(_ExprParser, "form_" + name)
           for name in ("let", "if", "tuple", "lam", "assert", "inl", "inr", "case", "fn")}
 _FORMS["$dummy"] = _ExprParser.form_dummy
-_FORMS.update(knossos_forms.LINEAR_FORMS)   # Note [The linear-types experiment] in knossos_forms.py
+_FORMS.update(knossos_forms.LINEAR_FORMS, **knossos_forms.DPS_FORMS)   # Notes in knossos_forms.py
 
 
 def _binding_pattern(b: SExpr) -> str | tuple[str, ...] | None:
