@@ -3,6 +3,8 @@ reads as labrys forms: ``($dummy T)`` and the symbolic operators of its
 oldest test programs (``+``, ``*``, ``==``, ...)."""
 from __future__ import annotations
 
+from contextvars import ContextVar
+
 from ..errors import LabrysError, Span
 from ..ir import nodes as ir
 from ..ir.names import DerivedName, TypedName
@@ -205,3 +207,30 @@ def _fresh(base: str, taken: set[str]) -> str:
 
 
 DPS_FORMS = {"dps$build": form_dps_build, "$allocateAndEmplace": form_allocate_and_emplace}
+
+
+# Note [Polymorphic defs] is in types/poly.py.  While the parser reads a
+# polymorphic def, its type variables are names of types.
+TYPE_VARIABLES: ContextVar[frozenset[str]] = ContextVar("TYPE_VARIABLES", default=frozenset())
+
+
+def polymorphic_def(x: SList, args: tuple[SExpr, ...], parse_decl) -> ir.Def:
+    """``(def NAME [a b ...] RET PARAMS BODY)``, parsed as the def without the
+    type variables, in which they are types."""
+    names = []
+    for v in args[1].items:
+        if not (isinstance(v, Atom) and v.kind == "sym") or v.value in BASE_TYPES_AND_HEADS or v.value in names:
+            raise LabrysError("expected distinct type variables such as [a b]", v.span)
+        names.append(v.value)
+    if not names:
+        raise LabrysError("a polymorphic def names at least one type variable: (def f [a] ...)", args[1].span)
+    token = TYPE_VARIABLES.set(frozenset(names))
+    try:
+        d = parse_decl(SList(x.bracket, (x.items[0], args[0], *args[2:]), x.span))
+    finally:
+        TYPE_VARIABLES.reset(token)
+    return d
+
+
+BASE_TYPES_AND_HEADS = {"Float", "Integer", "Bool", "String", "Tuple", "Vec", "Tensor", "Lam", "Lambda", "LM", "Sum",
+                        "Allocator"}

@@ -13,7 +13,7 @@ import re
 from ..errors import LabrysError, Source, Span
 from ..ir import nodes as ir
 from ..ir.names import DerivedName, Name, TypedName
-from ..ir.types import BASE_TYPES, TLM, TLam, TSum, TTensor, TTuple, Type
+from ..ir.types import BASE_TYPES, TLM, TBase, TLam, TSum, TTensor, TTuple, Type
 from ..util.deep import deep, gc_paused
 from . import knossos_forms
 from .knossos_forms import bind_sizes, dummy_value, operator_name, size_variables, type_applied
@@ -50,6 +50,8 @@ def parse_type(x: SExpr) -> Type:
             return BASE_TYPES[x.value]
         if x.kind == "sym" and x.value in ("Tuple", "Allocator"):   # Note [Destination-passing style]
             return TTuple(())
+        if x.kind == "sym" and x.value in knossos_forms.TYPE_VARIABLES.get():
+            return TBase(x.value)
         raise _err(f"unknown type '{x.text}'", x)
     return _type_from_items(x.items, x)
 
@@ -355,6 +357,8 @@ def _decl(x: SExpr) -> ir.Decl:
     if not (isinstance(x, SList) and x.items and _is_sym(x.items[0])):
         raise _err("expected a top-level declaration: (def ...), (edef ...), (gdef ...) or (rule ...)", x)
     kind, args = x.items[0].value, x.items[1:]
+    if kind == "def" and len(args) == 5 and isinstance(args[1], SList) and args[1].bracket == "[":
+        return knossos_forms.polymorphic_def(x, args, _decl)   # Note [Polymorphic defs] in types/poly.py
     if kind == "def":
         if len(args) != 4:
             raise _err("malformed def: expected (def NAME RETTYPE PARAMS BODY)", x)

@@ -21,6 +21,7 @@ from ..ir.names import DerivedName, Name, TypedName, base_name, erase_types, sel
 from ..ir.types import BOOL, TLam, TSum, TTuple, Type
 from ..util.deep import deep, gc_paused
 from .compat import drop_redefinitions, implement_runtime_edefs, shape_as_size
+from .poly import Templates, is_polymorphic
 from .primitives import Primitive, lookup
 
 
@@ -59,6 +60,7 @@ class Functions:
 
     derivations: DerivationTable = field(default_factory=NoDerivations)
     groups: dict[Name, list[Signature]] = field(default_factory=dict)
+    templates: Templates = field(default_factory=lambda: Templates([]))   # Note [Polymorphic defs]
 
     def add(self, sig: Signature) -> None:
         group = self.groups.setdefault(erase_types(sig.name), [])
@@ -84,7 +86,15 @@ class Functions:
         prim = lookup(name)
         if prim is not None and prim.typeof(arg) is not None:
             return prim
-        return self.derive_on_demand(name, arg)
+        return self.derive_on_demand(name, arg) or self.instantiate(name, arg)
+
+    def instantiate(self, name: Name, arg: Type) -> Signature | None:
+        inst = self.templates.instance(name, arg) if isinstance(name, str) else None
+        if inst is None:
+            return None
+        sig = Signature(inst.name, inst.arg_type, inst.ret, inst)
+        self.groups.setdefault(inst.name, []).append(sig)
+        return sig
 
     def derive_on_demand(self, name: Name, arg: Type) -> Signature | None:
         """``[fwd f]`` called without a gdef: older Knossos programs derive every
@@ -405,10 +415,19 @@ def _check_decl(c: _Checker, d: ir.Decl) -> ir.Decl:
 @deep
 def check_program(program: ir.Program, derivations: DerivationTable | None = None) -> CheckedProgram:
     program = implement_runtime_edefs(drop_redefinitions(program))   # Notes in types/compat.py
+    templates = Templates([d for d in program.decls if is_polymorphic(d)])   # Note [Polymorphic defs]
+    program = ir.Program(tuple(d for d in program.decls if not is_polymorphic(d)))
     functions = collect_functions(program, derivations)
+    functions.templates = templates
     checker = _Checker(functions)
-    typed = ir.Program(tuple(_check_decl(checker, d) for d in program.decls))
-    return CheckedProgram(typed, functions)
+    typed = [_check_decl(checker, d) for d in program.decls]
+    for inst in templates.made:   # grows while instances call other instances
+        try:
+            typed.append(_check_decl(checker, inst))
+        except LabrysError as exc:
+            where = f"in the instance of the polymorphic def {show_name(inst.name)} at argument type {inst.arg_type}"
+            raise LabrysError(exc.message, exc.span, (*exc.notes, where)) from None
+    return CheckedProgram(ir.Program(tuple(typed)), functions)
 
 
 @deep
