@@ -20,6 +20,7 @@ from ..ir import nodes as ir
 from ..ir.names import DerivedName, Name, TypedName, base_name, erase_types, selected_type, show_name
 from ..ir.types import BOOL, TLam, TSum, TTuple, Type
 from ..util.deep import deep, gc_paused
+from .aten import add_aten_prelude
 from .compat import drop_redefinitions, implement_runtime_edefs, shape_as_size
 from .poly import Templates, is_polymorphic
 from .primitives import Primitive, lookup
@@ -414,7 +415,7 @@ def _check_decl(c: _Checker, d: ir.Decl) -> ir.Decl:
 @gc_paused
 @deep
 def check_program(program: ir.Program, derivations: DerivationTable | None = None) -> CheckedProgram:
-    program = implement_runtime_edefs(drop_redefinitions(program))   # Notes in types/compat.py
+    program = implement_runtime_edefs(drop_redefinitions(add_aten_prelude(program)))   # Notes in compat.py, aten.py
     templates = Templates([d for d in program.decls if is_polymorphic(d)])   # Note [Polymorphic defs]
     program = ir.Program(tuple(d for d in program.decls if not is_polymorphic(d)))
     functions = collect_functions(program, derivations)
