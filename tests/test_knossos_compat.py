@@ -487,3 +487,13 @@ def test_aten_pow_of_a_negative_power_and_a_programs_own_aten_def():
 """)
     x = np.array([[1.0, 2.0], [4.0, 0.5]])
     assert np.allclose(m.p(x), 2.0 / x ** 2)          # the program's own aten::sin is used
+
+
+def test_a_gdef_instantiates_a_polymorphic_def(capsys):
+    labrys.load("""
+(def sq [a] a (x : a) (mul x x))
+(gdef rev [sq Float])
+(gdef fwd [sq (Vec Float)])
+(def main Integer () (print ([rev sq] 3.0 1.0) " " ([fwd sq] (Vec_init 1.0 2.0) (Vec_init 1.0 1.0))))
+""").function("main")()
+    assert capsys.readouterr().out == "6.0 [2.0, 4.0]"     # d(x²) = 2x; 2 x ⊙ dx

@@ -339,9 +339,10 @@ def _show(e: ir.Expr) -> str:
     return e.name if isinstance(e, ir.Var) else "expression"
 
 
-def collect_functions(program: ir.Program, derivations: DerivationTable | None = None) -> Functions:
+def collect_functions(program: ir.Program, derivations: DerivationTable | None = None,
+                      templates: Templates | None = None) -> Functions:
     """Σ from the declarations (defs and edefs first, then what gdefs generate)."""
-    fs = Functions(derivations or NoDerivations())
+    fs = Functions(derivations or NoDerivations(), templates=templates or Templates([]))
     for d in program.decls:
         if isinstance(d, ir.Def):
             _check_name_type(d.name, d.arg_type, d.span)
@@ -369,6 +370,8 @@ def _primal_of_name(name: Name) -> Type | None:
 
 
 def _gdef_signature(d: ir.Gdef, fs: Functions) -> Signature | None:
+    if isinstance(d.name, TypedName) and all(s.arg != d.name.type for s in fs.candidates(d.name)):
+        fs.instantiate(d.name.name, d.name.type)   # a gdef of a polymorphic def at a type
     base = fs.by_name(d.name)
     if base is None or isinstance(base.decl, ir.Edef):
         what = "no def" if not fs.candidates(d.name) else "no single def"
@@ -418,8 +421,7 @@ def check_program(program: ir.Program, derivations: DerivationTable | None = Non
     program = implement_runtime_edefs(drop_redefinitions(add_aten_prelude(program)))   # Notes in compat.py, aten.py
     templates = Templates([d for d in program.decls if is_polymorphic(d)])   # Note [Polymorphic defs]
     program = ir.Program(tuple(d for d in program.decls if not is_polymorphic(d)))
-    functions = collect_functions(program, derivations)
-    functions.templates = templates
+    functions = collect_functions(program, derivations, templates)
     checker = _Checker(functions)
     typed = [_check_decl(checker, d) for d in program.decls]
     for inst in templates.made:   # grows while instances call other instances
