@@ -1,6 +1,9 @@
 """Spellings from programs written for the Knossos compiler that the parser
-reads as labrys forms: ``($dummy T)`` and the symbolic operators of its
-oldest test programs (``+``, ``*``, ``==``, ...)."""
+reads as labrys forms: ``($dummy T)``, the symbolic operators of its oldest
+test programs (``+``, ``*``, ``==``, ...), sized vectors, type applications,
+the linear-types experiment (``revl$f``, ``untuple``, ``forRange``),
+destination-passing style (``dps$build``, ``$allocateAndEmplace``) and the
+type variables of polymorphic defs."""
 from __future__ import annotations
 
 from contextvars import ContextVar
