@@ -48,7 +48,8 @@ class Comment:
 
     @property
     def hard(self) -> bool:
-        return self.text.startswith((";", "#")) or "\n" in self.text
+        return self.text.startswith(";") or self.text.startswith("#") and not self.text.startswith("#|") \
+            or "\n" in self.text
 
 
 SExpr = Atom | SList
