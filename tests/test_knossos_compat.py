@@ -288,3 +288,212 @@ def test_ifold_is_differentiated_by_every_reverse_algorithm(method):
     assert m.powsum(2.0, 3) == 12.0
     dx, dn = m.derive(method, "powsum")((2.0, 3), 1.0)
     assert dx == pytest.approx(13.0) and dn == ()
+
+
+# --- '#' comment lines and the Lambda spelling (lambda.ks) ----------------------------
+
+def test_a_hash_line_is_a_comment_and_lambda_spells_lam(tmp_path):
+    m = load("""# a comment line, as in shell scripts
+  #\tindented, and an empty one:
+#
+(def make (Lambda Float Float) (a : Float) (lam (t : Float) (mul a t)))
+(def g Float ((a : Float) (x : Float)) (let (f (make a)) (f (mul x x))))
+""", tmp_path=tmp_path)
+    assert m.g(3.0, 2.0) == 12.0
+    assert m.derive("deltarev", "g")((3.0, 2.0), 1.0) == (4.0, 12.0)    # d(a x²) = (x², 2 a x)
+
+
+def test_a_hash_after_code_is_not_a_comment(tmp_path):
+    with pytest.raises(LabrysError, match=r"prog.ks:1:29: error: expected a top-level declaration"):
+        load("(def f Float (x : Float) x) # not a comment\n", tmp_path=tmp_path)
+
+
+# --- a later def at the same type replaces an earlier one, with a warning -----------
+
+def test_a_redefinition_replaces_the_earlier_def_and_warns(tmp_path, caplog):
+    with caplog.at_level("WARNING", logger="labrys.check"):
+        m = load("""
+(def f Float ((x : Float) (y : Float)) (add y x))
+(def g Float (x : Float) (f x 1.0))
+(def f Float ((x : Float) (y : Float)) (add x (mul y x)))
+""", tmp_path=tmp_path)
+    assert m.f(2.0, 3.0) == 8.0 and m.g(2.0) == 4.0          # the later f everywhere
+    assert m.derive("rev", "f")((2.0, 3.0), 1.0) == (4.0, 2.0)
+    assert "prog.ks:2:1: warning: f is defined again" in caplog.text and "prog.ks:4:1" in caplog.text
+
+
+def test_a_redefinition_with_another_result_type_is_an_error(tmp_path):
+    with pytest.raises(LabrysError, match=r"prog.ks:2:1: error: f is already defined"):
+        load("(def f Float (x : Float) x)\n(def f Integer (x : Float) 1)\n", tmp_path=tmp_path)
+
+
+# --- the linear-types experiment: revl$f, untuple, forRange, indexL ------------------
+
+LINEAR = """
+(def h Float ((x : Float) (y : Float)) (mul (mul x x) y))
+(def sumsq (Tuple (Vec Float) Float) (v : Vec Float)
+  (forRange (size v) (tuple v 0.0) (lam (i_acc : Tuple Integer (Tuple (Vec Float) Float))
+    (untuple (i v_acc) i_acc
+    (untuple (w acc) v_acc
+    (untuple (vi w2) (indexL i w)
+      (tuple w2 (add acc (mul vi vi)))))))))
+(def total Float (v : Vec Float) (get$2$2 (sumsq v)))
+(def main Integer ()
+  (let (v (Vec_init 1.0 2.0 -3.0))
+    (print (revl$h 2.0 5.0 1.0) " " (get$2$2 (sumsq v)) " "
+           (revl$sumsq v (tuple (constVec 3 0.0) 1.0)))))
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_linear_types_experiment_runs(backend, capsys):
+    labrys.load(LINEAR, backend=backend).function("main")()
+    # d(x² y) = (2 x y, x²) = (20, 4); Σ v² = 14, gradient 2 v
+    assert capsys.readouterr().out == "(20.0, 4.0) 14.0 [2.0, 4.0, -6.0]"
+
+
+@pytest.mark.parametrize("method", ["rev", "sufrev", "deltarev", "chadrev"])
+def test_for_range_and_index_l_are_differentiated(method):
+    dv = load(LINEAR).derive(method, "total")(np.array([1.0, 2.0, -3.0]), 1.0)
+    assert list(dv) == [2.0, 4.0, -6.0]
+
+
+def test_index_l_gives_the_element_then_the_vector():
+    m = load("(def f (Tuple Float (Vec Float)) ((i : Integer) (v : Vec Float)) (indexL i v))")
+    x, v = m.f(1, np.array([5.0, 7.0]))
+    assert x == 7.0 and list(v) == [5.0, 7.0]
+
+
+def test_a_malformed_for_range_is_a_positioned_error(tmp_path):
+    with pytest.raises(LabrysError, match=r"prog.ks:1:28: error: malformed 'forRange'"):
+        load("(def f Float (n : Integer) (forRange n 0.0 (fn g)))", tmp_path=tmp_path)
+    with pytest.raises(LabrysError, match=r"the loop body takes \(Tuple Integer A\)"):
+        load("(def f Float (n : Integer) (forRange n 0.0 (lam (a : Float) a)))", tmp_path=tmp_path)
+
+
+VPROD = """
+(edef indexL (Tuple (Vec Float) Float) ((Tuple Integer (Vec Float))))
+(edef [suffwdpass indexL] (Tuple (Tuple (Vec Float) Float) Integer) ((Tuple Integer (Vec Float))))
+(edef [sufrevpass [indexL (Tuple Integer (Vec Float))]] (Tuple (Tuple) (Vec Float))
+      ((Tuple (Tuple (Vec Float) Float) Integer)))
+(def prod Float (v : Vec Float)
+  (let ((w r) (ifold (size v) (lam (acc_i : Tuple (Tuple (Vec Float) Float) Integer)
+                      (let (((w acc) (get$1$2 acc_i)) (i (get$2$2 acc_i)))
+                        (let ((w2 x) (indexL i w)) (tuple w2 (mul acc x)))))
+                    (tuple v 1.0)))
+    r))
+(gdef sufrev [prod (Vec Float)])
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_edef_of_the_run_times_index_l_has_its_meaning(backend):
+    # vprod.ks's indexL returns the vector first; product 2·3·4, gradient (12, 8, 6)
+    m = load(VPROD, backend)
+    v = np.array([2.0, 3.0, 4.0])
+    assert m.prod(v) == 24.0
+    assert list(m.derive("sufrev", "prod")(v, 1.0)) == [12.0, 8.0, 6.0]
+    assert list(m.derive("rev", "prod")(v, 1.0)) == [12.0, 8.0, 6.0]
+
+
+# --- destination-passing style (dps.ks) ----------------------------------------------
+
+DPS = """
+(def dps$scale (Vec Float) ((dest : Allocator) (v_k : Tuple (Vec Float) Float))
+  (let ((v k) v_k)
+    (dps$build dest (tuple (size v) (lam (dest_i : Tuple Allocator Integer)
+      (mul k (index (get$2$2 dest_i) v)))))))
+(def f Float ((v : Vec Float) (k : Float))
+  (sum ($allocateAndEmplace 64 (lam (dest : Allocator) (dps$scale dest (tuple v k))))))
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_destination_passing_style(backend):
+    m = load(DPS, backend)
+    v = np.array([1.0, 2.0, 4.0])
+    assert m.f(v, 3.0) == 21.0
+    dv, dk = m.derive("rev", "f")((v, 3.0), 1.0)
+    assert list(dv) == [3.0, 3.0, 3.0] and dk == 7.0
+
+
+def test_a_malformed_dps_build_is_a_positioned_error(tmp_path):
+    with pytest.raises(LabrysError, match=r"prog.ks:1:36: error: malformed 'dps\$build'"):
+        load("(def f (Vec Float) (d : Allocator) (dps$build d (fn g)))", tmp_path=tmp_path)
+
+
+# --- polymorphic defs (poly1.ks) -------------------------------------------------------
+
+POLY = """
+(def id [a] a (x : a) x)
+(def pair [a b] (Tuple b a) ((x : a) (y : b)) (tuple y x))
+(def sq [a] a (x : a) (mul x x))
+(def f Float (x : Float) (id (sq x)))
+(def g Float (v : Vec Float) (sum (sq (id v))))
+(def h (Tuple Bool Integer) () (pair 1 true))
+(def zero Float () (id 0.0))
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_polymorphic_def_is_instantiated_at_each_call(backend):
+    m = load(POLY, backend)
+    assert m.f(3.0) == 9.0 and m.g(np.array([1.0, 2.0])) == 5.0 and m.zero() == 0.0
+    assert m.h() == (True, 1)
+    assert m.derive("rev", "f")(3.0, 1.0) == 6.0
+    assert list(m.derive("rev", "g")(np.array([1.0, 2.0]), 1.0)) == [2.0, 4.0]
+
+
+def test_a_type_variable_only_in_the_result_is_an_error(tmp_path):
+    with pytest.raises(LabrysError, match=r"prog.ks:1:1: error: type variable a of bad does not occur"):
+        load("(def bad [a] a (x : Float) x)", tmp_path=tmp_path)
+
+
+def test_an_instance_that_does_not_type_is_an_error_naming_it(tmp_path):
+    with pytest.raises(LabrysError, match=r"prog.ks:1:23: error: no overload of 'mul'") as exc:
+        load('(def sq [a] a (x : a) (mul x x))\n(def s String () (sq "s"))', tmp_path=tmp_path)
+    assert "in the instance of the polymorphic def sq at argument type String" in str(exc.value)
+
+
+# --- the aten prelude (squirrel-ts2ks.ks) ----------------------------------------------
+
+ATEN = """
+(def sq Float (x : Tensor 2 Float)
+  (let ((t (if (aten::Bool (aten::lt (aten::mean x (tuple)) 0.0))
+               (aten::mul x -0.5)
+               (aten::pow x 3)))
+        (s (aten::mul (aten::sin t) t)))
+    (aten::mean s (tuple))))
+(gdef sufrev [sq (Tensor 2 Float)])
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_aten_functions_come_from_the_aten_prelude(backend):
+    m = load(ATEN, backend)
+    for x in (np.array([[1.0, -0.5], [0.25, 2.0]]), np.array([[-1.0, -0.5], [0.25, -2.0]])):
+        t = x * -0.5 if x.mean() < 0 else x ** 3
+        dt = np.full_like(x, -0.5) if x.mean() < 0 else 3 * x ** 2
+        assert m.sq(x) == pytest.approx(np.mean(np.sin(t) * t))
+        want = (np.cos(t) * t + np.sin(t)) * dt / x.size
+        for method in ("rev", "sufrev", "chadrev"):   # chadrev: constVec over a Tensor 2 in aten::pow
+            assert np.allclose(m.derive(method, "sq")(x, 1.0), want)
+
+
+def test_aten_pow_of_a_negative_power_and_a_programs_own_aten_def():
+    m = load("""
+(def aten::sin (Tensor 2 Float) (x : Tensor 2 Float) (mul x 2.0))
+(def p (Tensor 2 Float) (x : Tensor 2 Float) (aten::sin (aten::pow x -2)))
+""")
+    x = np.array([[1.0, 2.0], [4.0, 0.5]])
+    assert np.allclose(m.p(x), 2.0 / x ** 2)          # the program's own aten::sin is used
+
+
+def test_a_gdef_instantiates_a_polymorphic_def(capsys):
+    labrys.load("""
+(def sq [a] a (x : a) (mul x x))
+(gdef rev [sq Float])
+(gdef fwd [sq (Vec Float)])
+(def main Integer () (print ([rev sq] 3.0 1.0) " " ([fwd sq] (Vec_init 1.0 2.0) (Vec_init 1.0 1.0))))
+""").function("main")()
+    assert capsys.readouterr().out == "6.0 [2.0, 4.0]"     # d(x²) = 2x; 2 x ⊙ dx

@@ -216,6 +216,8 @@ for _op in ("max", "min"):
 case("index", [I, VF], lambda rng: (int(rng.integers(0, 4)), small(rng, 4)))
 case("index", [II, M2], lambda rng: ((int(rng.integers(0, 2)), int(rng.integers(0, 3))), small(rng, (2, 3))))
 case("index", [I, VVF], lambda rng: (int(rng.integers(0, 2)), rows(rng, 2, 3)))
+case("indexL", [I, VF], lambda rng: (int(rng.integers(0, 4)), small(rng, 4)))
+case("indexL", [II, M2], lambda rng: ((int(rng.integers(0, 2)), int(rng.integers(0, 3))), small(rng, (2, 3))))
 case("sum", [VF], lambda rng: (small(rng, 4),))
 case("sum", [M2], lambda rng: (small(rng, (2, 3)),))
 case("sum", [VVF], lambda rng: (rows(rng, 3, 2),))

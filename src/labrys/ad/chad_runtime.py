@@ -295,8 +295,8 @@ def _sumvec_impl(t: Type):
     return sumvec
 
 
-primitive("chadSumVec", lambda t: t.elem if isinstance(t, TTensor) and t.rank == 1 else None, _sumvec_impl,
-          "(chadSumVec w): the sum of a cotangent vector's elements (constVec transposed).",
+primitive("chadSumVec", lambda t: t.elem if isinstance(t, TTensor) else None, _sumvec_impl,
+          "(chadSumVec w): the sum of a cotangent tensor's elements (constVec transposed).",
           cost=lambda r, a: 1 if a is ZERO else numel(a), nondiff=True)
 
 

@@ -28,7 +28,7 @@ from ..util.deep import deep
 
 # This pass's own rules (in :meth:`_Scalarise.reduction`) for primitives that are not
 # elementwise or not only elementwise; the elementwise ones say so in their entry.
-REDUCTIONS = {"sum", "sumbuild", "dot", "ts_dot", "max", "min", "deltaVec", "ts_delta", "setAt", "mul"}
+REDUCTIONS = {"sum", "sumbuild", "dot", "ts_dot", "max", "min", "deltaVec", "ts_delta", "setAt", "mul", "indexL"}
 
 
 def scalarise(d: ir.Def, fresh: FreshNames, functions: Functions) -> ir.Def:
@@ -115,6 +115,8 @@ class _Scalarise:
             C("index", V(i), a) if t == res else a for a, t in zip(args, types)))))
 
     def reduction(self, name: str, e: ir.Call, args: list[ir.Expr], types: tuple[Type, ...]) -> ir.Expr:
+        if name == "indexL":   # (indexL i v) is (tuple (index i v) v)
+            return tup(C("index", args[0], args[1]), args[1])
         i, vec, one = self.fresh("i"), TTensor(1, FLOAT), ir.Const(1, INTEGER)
         if name == "sum" and len(types) == 1 and _is_vec(types[0]):
             return self.sum_of(C("size", args[0]), i, C("index", V(i), args[0]), types[0].elem)

@@ -13,15 +13,16 @@ import re
 from ..errors import LabrysError, Source, Span
 from ..ir import nodes as ir
 from ..ir.names import DerivedName, Name, TypedName
-from ..ir.types import BASE_TYPES, TLM, TLam, TSum, TTensor, TTuple, Type
+from ..ir.types import BASE_TYPES, TLM, TBase, TLam, TSum, TTensor, TTuple, Type
 from ..util.deep import deep, gc_paused
+from . import knossos_forms
 from .knossos_forms import bind_sizes, dummy_value, operator_name, size_variables, type_applied
 from .sexpr import Atom, SExpr, SList, read
 
 _GET = re.compile(r"get\$([0-9]+)\$([0-9]+)\Z")
 # Older Knossos programs spell [fwd f] as fwd$f (and [D $ranhashdoub] as D$$ranhashdoub).
-_OLD_DERIVED = re.compile(r"(D|Dt|R|fwd|rev|fwdt|revt|CL|shape|suffwdpass|sufrevpass|sufrev)\$(.+)\Z")
-_TYPE_HEADS = {"Tuple", "Vec", "Tensor", "Lam", "LM", "Sum"}
+_OLD_DERIVED = re.compile(r"(D|Dt|R|fwd|rev|revl|fwdt|revt|CL|shape|suffwdpass|sufrevpass|sufrev)\$(.+)\Z")
+_TYPE_HEADS = {"Tuple", "Vec", "Tensor", "Lam", "Lambda", "LM", "Sum"}  # Lambda: lambda.ks's Lam
 _KEYWORDS = {"let", "if", "tuple", "lam", "assert", "inl", "inr", "case", "fn",
              "def", "edef", "gdef", "rule", ":"}
 
@@ -47,8 +48,10 @@ def parse_type(x: SExpr) -> Type:
     if isinstance(x, Atom):
         if x.kind == "sym" and x.value in BASE_TYPES:
             return BASE_TYPES[x.value]
-        if x.kind == "sym" and x.value == "Tuple":
+        if x.kind == "sym" and x.value in ("Tuple", "Allocator"):   # Note [Destination-passing style]
             return TTuple(())
+        if x.kind == "sym" and x.value in knossos_forms.TYPE_VARIABLES.get():
+            return TBase(x.value)
         raise _err(f"unknown type '{x.text}'", x)
     return _type_from_items(x.items, x)
 
@@ -83,7 +86,7 @@ def _type_from_items(items: tuple[SExpr, ...], where: SExpr | Span) -> Type:
             raise _err("a Tensor rank is a positive integer", rank)
         return TTensor(rank.value, parse_type(args[1]))
     arity(2)
-    ctor = {"Lam": TLam, "LM": TLM, "Sum": TSum}[name]
+    ctor = {"Lam": TLam, "Lambda": TLam, "LM": TLM, "Sum": TSum}[name]
     return ctor(parse_type(args[0]), parse_type(args[1]))
 
 
@@ -102,7 +105,7 @@ def _edef_arg_type(x: SExpr) -> Type:
 
 def _looks_like_type(x: SExpr) -> bool:
     if isinstance(x, Atom):
-        return x.kind == "sym" and (x.value in BASE_TYPES or x.value == "Tuple")
+        return x.kind == "sym" and (x.value in BASE_TYPES or x.value in ("Tuple", "Allocator"))
     return bool(x.items) and _is_sym(x.items[0]) and x.items[0].value in _TYPE_HEADS
 
 
@@ -111,7 +114,7 @@ def parse_name(x: SExpr) -> Name:
     if isinstance(x, Atom):
         name = _sym(x, "a function name")
         old = _OLD_DERIVED.match(name)
-        return DerivedName(old.group(1), old.group(2)) if old else name
+        return DerivedName(knossos_forms.OLD_DERIVATIONS.get(old.group(1), old.group(1)), old.group(2)) if old else name
     if x.bracket != "[" or len(x.items) < 2:
         raise _err("expected a function name such as f, [f Float] or [rev f]", x)
     head, rest = x.items[0], x.items[1:]
@@ -346,6 +349,7 @@ _OLD_FUNCTION_ARGS = ("$trace", "$check")
 _FORMS = {name: getattr(_ExprParser, "form_" + name)
           for name in ("let", "if", "tuple", "lam", "assert", "inl", "inr", "case", "fn")}
 _FORMS["$dummy"] = _ExprParser.form_dummy
+_FORMS.update(knossos_forms.LINEAR_FORMS, **knossos_forms.DPS_FORMS)   # Notes in knossos_forms.py
 
 
 def _binding_pattern(b: SExpr) -> str | tuple[str, ...] | None:
@@ -370,6 +374,8 @@ def _decl(x: SExpr) -> ir.Decl:
     if not (isinstance(x, SList) and x.items and _is_sym(x.items[0])):
         raise _err("expected a top-level declaration: (def ...), (edef ...), (gdef ...) or (rule ...)", x)
     kind, args = x.items[0].value, x.items[1:]
+    if kind == "def" and len(args) == 5 and isinstance(args[1], SList) and args[1].bracket == "[":
+        return knossos_forms.polymorphic_def(x, args, _decl)   # Note [Polymorphic defs] in types/poly.py
     if kind == "def":
         if len(args) != 4:
             raise _err("malformed def: expected (def NAME RETTYPE PARAMS BODY)", x)

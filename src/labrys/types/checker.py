@@ -20,7 +20,9 @@ from ..ir import nodes as ir
 from ..ir.names import DerivedName, Name, TypedName, base_name, erase_types, selected_type, show_name
 from ..ir.types import BOOL, TLam, TSum, TTuple, Type
 from ..util.deep import deep, gc_paused
-from .compat import shape_as_size
+from .aten import add_aten_prelude
+from .compat import drop_redefinitions, implement_runtime_edefs, shape_as_size
+from .poly import Templates, is_polymorphic
 from .primitives import Primitive, lookup
 
 
@@ -59,6 +61,7 @@ class Functions:
 
     derivations: DerivationTable = field(default_factory=NoDerivations)
     groups: dict[Name, list[Signature]] = field(default_factory=dict)
+    templates: Templates = field(default_factory=lambda: Templates([]))   # Note [Polymorphic defs]
 
     def add(self, sig: Signature) -> None:
         group = self.groups.setdefault(erase_types(sig.name), [])
@@ -84,7 +87,15 @@ class Functions:
         prim = lookup(name)
         if prim is not None and prim.typeof(arg) is not None:
             return prim
-        return self.derive_on_demand(name, arg)
+        return self.derive_on_demand(name, arg) or self.instantiate(name, arg)
+
+    def instantiate(self, name: Name, arg: Type) -> Signature | None:
+        inst = self.templates.instance(name, arg) if isinstance(name, str) else None
+        if inst is None:
+            return None
+        sig = Signature(inst.name, inst.arg_type, inst.ret, inst)
+        self.groups.setdefault(inst.name, []).append(sig)
+        return sig
 
     def derive_on_demand(self, name: Name, arg: Type) -> Signature | None:
         """``[fwd f]`` called without a gdef: older Knossos programs derive every
@@ -332,9 +343,10 @@ def _show(e: ir.Expr) -> str:
     return e.name if isinstance(e, ir.Var) else "expression"
 
 
-def collect_functions(program: ir.Program, derivations: DerivationTable | None = None) -> Functions:
+def collect_functions(program: ir.Program, derivations: DerivationTable | None = None,
+                      templates: Templates | None = None) -> Functions:
     """Σ from the declarations (defs and edefs first, then what gdefs generate)."""
-    fs = Functions(derivations or NoDerivations())
+    fs = Functions(derivations or NoDerivations(), templates=templates or Templates([]))
     for d in program.decls:
         if isinstance(d, ir.Def):
             _check_name_type(d.name, d.arg_type, d.span)
@@ -362,6 +374,8 @@ def _primal_of_name(name: Name) -> Type | None:
 
 
 def _gdef_signature(d: ir.Gdef, fs: Functions) -> Signature | None:
+    if isinstance(d.name, TypedName) and all(s.arg != d.name.type for s in fs.candidates(d.name)):
+        fs.instantiate(d.name.name, d.name.type)   # a gdef of a polymorphic def at a type
     base = fs.by_name(d.name)
     if base is None or isinstance(base.decl, ir.Edef):
         what = "no def" if not fs.candidates(d.name) else "no single def"
@@ -409,10 +423,19 @@ def _check_decl(c: _Checker, d: ir.Decl) -> ir.Decl:
 @gc_paused
 @deep
 def check_program(program: ir.Program, derivations: DerivationTable | None = None) -> CheckedProgram:
-    functions = collect_functions(program, derivations)
+    program = implement_runtime_edefs(drop_redefinitions(add_aten_prelude(program)))   # Notes in compat.py, aten.py
+    templates = Templates([d for d in program.decls if is_polymorphic(d)])   # Note [Polymorphic defs]
+    program = ir.Program(tuple(d for d in program.decls if not is_polymorphic(d)))
+    functions = collect_functions(program, derivations, templates)
     checker = _Checker(functions)
-    typed = ir.Program(tuple(_check_decl(checker, d) for d in program.decls))
-    return CheckedProgram(typed, functions)
+    typed = [_check_decl(checker, d) for d in program.decls]
+    for inst in templates.made:   # grows while instances call other instances
+        try:
+            typed.append(_check_decl(checker, inst))
+        except LabrysError as exc:
+            where = f"in the instance of the polymorphic def {show_name(inst.name)} at argument type {inst.arg_type}"
+            raise LabrysError(exc.message, exc.span, (*exc.notes, where)) from None
+    return CheckedProgram(ir.Program(tuple(typed)), functions)
 
 
 @deep
