@@ -40,6 +40,8 @@ OPTIONS = dict(points=3, seed=0, edges=False)
 FAMILIES = {  # the algorithms each family's cases reach
     "nabla": ("fwd", "fwdt", "rev"),
     "transpose": ("fwd", "rev"),
+    "apply": ("fwd", "fwdt", "rev"),
+    "closed": ("fwd", "rev"),
     "dual": ("dualfwd", "deltarev1", "deltarev2", "deltarev"),
     "chadfwd": ("chadfwd", "chadrev"),
     "chadrev": ("chadfwd", "chadrev"),

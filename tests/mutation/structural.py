@@ -22,6 +22,12 @@ Families (which algorithms each one's cases reach):
   (:meth:`labrys.ad.linear.Transposer.reverse`): ``rev`` only.  A fault
   changes the cotangent a case receives (``ts_neg``, ``ts_scale 2``), drops
   the case's contributions, or one term of an ``lmAdd``.
+- ``apply``, ``closed`` — applying a closed linear map to a tangent
+  (``Transposer.apply_lm``: ``fwd``, ``fwdt``) and transposing one
+  (``Transposer.reverse_lm``: ``rev``), one case per linear-map former
+  (``lmCompose``, ``lmAdd``, ``lmVCat``, ``lmHCat``, ``lmBuild``, ``lmScale``,
+  ``lmOne``): a fault negates, doubles or zeroes what the case returns, or
+  keeps one term of an ``lmAdd``.
 - ``dual``      — Krawiec et al.'s dual-number translation
   (:meth:`labrys.ad.dual_numbers.Translation.expr`): ``dualfwd``,
   ``deltarev1``, ``deltarev2``, ``deltarev``.  A fault rewrites the
@@ -49,7 +55,7 @@ from labrys.ir.build import C, V, get, let, tup
 from labrys.ir.nodes import const
 from labrys.ir.types import FLOAT, TLM
 from labrys.types.primitives import lookup
-from mutation.structural_cases import SCALE, chad_case, chad_mutate, wrap_split
+from mutation.structural_cases import SCALE, chad_case, chad_mutate, wrap_lm, wrap_split
 
 
 @dataclass(frozen=True)
@@ -277,6 +283,8 @@ TARGETS = {  # family -> (class, method)
     "chadfwd": (chad_fwd.Fwd, "term"),
     "chadrev": (chad_rev.Rev, "term"),
     "split": (bog.Split, "binding"),
+    "apply": (linear.Transposer, "apply_lm"),
+    "closed": (linear.Transposer, "reverse_lm"),
 }
 
 
@@ -293,6 +301,8 @@ def planted(m: StructuralMutant) -> Iterator[list[int]]:
         original, mutated = _wrap_expr(cls, method, chad_case, chad_mutate, m, fired)
     elif m.family == "split":
         original, mutated = wrap_split(m, fired)
+    elif m.family in ("apply", "closed"):
+        original, mutated = wrap_lm(m, fired, cls, method)
     else:
         original, mutated = _wrap_transpose(m, fired)
     setattr(cls, method, mutated)
@@ -302,7 +312,8 @@ def planted(m: StructuralMutant) -> Iterator[list[int]]:
         setattr(cls, method, original)
 
 
-def structural_mutants(families: tuple[str, ...] = ("nabla", "transpose", "dual", "chadfwd", "chadrev", "split")
+def structural_mutants(families: tuple[str, ...] = ("nabla", "transpose", "apply", "closed", "dual", "chadfwd",
+                                                    "chadrev", "split")
                        ) -> list[StructuralMutant]:
     """Every structural mutant of the families."""
     out: list[StructuralMutant] = []
@@ -320,6 +331,11 @@ def structural_mutants(families: tuple[str, ...] = ("nabla", "transpose", "dual"
                 for case in ("let", "if", "compose", "add", "vcat", "fold", "build") for op in ops]
         out += [StructuralMutant("transpose", "add", op) for op in ("drop0", "drop1")]
         out += [StructuralMutant("transpose", "if", "swap")]
+    for family in ("apply", "closed"):
+        if family in families:
+            out += [StructuralMutant(family, case, op) for case in ("compose", "add", "vcat", "hcat", "build", "scale",
+                                                                    "one") for op in ops]
+            out += [StructuralMutant(family, "add", op) for op in ("drop0", "drop1")]
     if "dual" in families:
         out += [StructuralMutant("dual", "let", op) for op in ops]
         out += [StructuralMutant("dual", "if", op, s) for op in ops for s in (0, 1)]

@@ -126,3 +126,31 @@ def wrap_split(m: Any, fired: list[int]):
                             C("ts_scale", const(0.0 if m.op == "zero" else 2.0), value))
         return out
     return original, mutated
+
+
+# --- Knossos: applying and transposing a closed linear map (linear.Transposer) ------------------
+
+LM_CASES = {"lmCompose": "compose", "lmAdd": "add", "lmVCat": "vcat", "lmHCat": "hcat", "lmBuild": "build",
+            "lmSumBuild": "build", "lmBuildT": "build", "lmScale": "scale", "lmOne": "one"}
+
+
+def wrap_lm(m: Any, fired: list[int], cls: type, method: str):
+    """Fault what one case of ``Transposer.apply_lm`` (M ⊙ v, Knossos fwd) or
+    ``Transposer.reverse_lm`` (r ⊙ᴿ M, Knossos rev) returns: ``ts_neg``,
+    ``ts_scale 2`` or ``ts_scale 0`` of it, or for ``lmAdd`` only one term."""
+    original = getattr(cls, method)
+
+    def mutated(self, f, arg, lm, *rest):
+        if LM_CASES.get(f) != m.case:
+            return original(self, f, arg, lm, *rest)
+        if m.op in ("drop0", "drop1"):
+            if f != "lmAdd":
+                return original(self, f, arg, lm, *rest)
+            fired[0] += 1
+            keep = arg.elems[1 if m.op == "drop0" else 0]
+            return self.apply(keep, rest[0], rest[1], rest[2]) if method == "apply_lm" else \
+                self.reverse_closed(keep, rest[0], rest[1])
+        fired[0] += 1
+        got = original(self, f, arg, lm, *rest)
+        return C("ts_neg", got) if m.op == "neg" else C("ts_scale", const(0.0 if m.op == "zero" else 2.0), got)
+    return original, mutated
