@@ -4,6 +4,7 @@ from . import prelude  # noqa: F401  (fills the primitive table: Note [Primitive
 from .api import Derivative, Function, Module, check_program, evaluate, load
 from .context import METER, set_max_depth
 from .errors import LabrysError
+from .memory import set_max_memory
 from .syntax.parser import parse_expr, parse_program
 from .syntax.printer import show_expr, show_program
 from .transforms import default_method, grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, value_and_grad, vjp
@@ -15,5 +16,5 @@ __all__ = ["Derivative", "Function", "LabrysError", "default_method", "grad", "h
            "jacrev", "jvp",
            "value_and_grad", "vjp", "METER", "Module", "check_program",
            "evaluate", "load", "parse_expr", "parse_program", "show_expr", "show_program", "tangent_type", "verify",
-           "set_max_depth",
+           "set_max_depth", "set_max_memory",
            "__version__"]

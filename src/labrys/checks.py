@@ -32,6 +32,19 @@ arithmetic allows on that very point, and the check is
   rounding error, which shows the cancellation inside the derivative itself.
   That the derivative is linear is checked first, exactly: scaling by 4
   commutes with rounding, so ``fwd(x, 4 dx) / 4`` must equal ``fwd(x, dx)``.
+
+Note [Differences that a finer step contradicts]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Two steps that agree can both be wrong: at x = 1e4 the step h·|x| = 0.1
+turns sin (x²) through 2 000 radians, and D(h), D(h/2) alias to nearby,
+equally wrong slopes.  So when a derivative disagrees with the differences,
+they are taken again at a 10 times finer step (100, 1000, 10^4 times, until
+one gives a verdict: at 1e4, steps 10 and 100 times finer are still
+"rough").  If the finer differences contradict the first ones, the point
+says nothing about the derivative: it is skipped ("finite differences
+unreliable at x") and another is drawn.  If they confirm them, or no finer
+step gives a verdict, the failure stands: a wrong derivative is wrong at
+every step, so it cannot hide behind this.
 """
 from __future__ import annotations
 
@@ -164,6 +177,21 @@ def finite_differences(f: Callable[[Any], Any], x: Any, d: Any, fx: np.ndarray,
             return got
         coarser = got
     return "finite differences do not converge at x (f varies faster than any step resolves)"
+
+
+def unconfirmed(f: Callable[[Any], Any], x: Any, d: Any, fx: np.ndarray, diffs: Differences) -> str:
+    """Why ``diffs`` cannot be trusted, or "" (Note [Differences that a finer step contradicts]):
+    the differences at the first of a 10, 100, 1000 or 10^4 times finer step that gives
+    a verdict contradict them."""
+    for k in (10.0, 100.0, 1e3, 1e4):
+        finer = finite_differences(f, x, d, fx, diffs.step / k)
+        if isinstance(finer, str):
+            continue
+        agree = np.abs(finer.value - diffs.value) <= FD_FACTOR * (finer.error + diffs.error) \
+            + 1e-6 * np.maximum(np.abs(finer.value), np.abs(diffs.value)) + TINY
+        return "" if bool(np.all(agree)) else \
+            f"finite differences unreliable at x (a {k:g} times finer step contradicts them: f oscillates or rounds)"
+    return ""
 
 
 def _differences(f: Callable[[Any], Any], x: Any, d: Any, fx: np.ndarray, step: float) -> Differences | str | None:

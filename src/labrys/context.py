@@ -43,6 +43,7 @@ class Limits:
     """Process-wide resource limits (Note [Recursion limit] in labrys.backends.limits)."""
 
     max_depth: int = _env_max_depth()
+    max_memory: int | None = None  # bytes (Note [Memory limit] in labrys.memory, which reads $LABRYS_MAX_MEMORY)
 
 
 def set_max_depth(n: int) -> None:
@@ -55,10 +56,12 @@ def set_max_depth(n: int) -> None:
 
 
 class Context:
-    __slots__ = ("ops", "tapes", "last_tape", "unmetered", "depth")
+    __slots__ = ("ops", "tapes", "last_tape", "unmetered", "depth", "polls", "pending")
 
     def __init__(self) -> None:
         self.depth = 0               # user-function calls in progress (Note [Recursion limit])
+        self.polls = 0               # calls that count towards reading the resident size (Note [Memory limit])
+        self.pending = 0             # bytes allocated since the resident size was last read (same Note)
         self.ops = 0                 # scalar operations executed by primitives (the op-count meter)
         self.tapes: list[Any] = []   # the Delta tapes / dualrev runs in progress, innermost last
         self.last_tape: Any = None   # the tape (or dualrev run) of the last finished run, for inspection

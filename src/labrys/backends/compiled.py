@@ -23,10 +23,12 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..context import Limits
 from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.types import BOOL, FLOAT, INTEGER, TTensor, TTuple, Type
+from ..memory import address_space_window
 from ..values import dense, make_vec
 from .boundary import fast_entry
 from .cache import compiled_function
@@ -139,7 +141,10 @@ class CompiledBackend(PythonBackend):
 
             def run1(arg: Any) -> Any:
                 try:
-                    return fn(c(arg))
+                    if Limits.max_memory is None:
+                        return fn(c(arg))
+                    with address_space_window():  # Note [Memory limit], guard 3
+                        return fn(c(arg))
                 except (ArithmeticError, LookupError, AssertionError, ValueError, TypeError, MemoryError):
                     return on_python(arg)
             run1.fast = fast
@@ -147,7 +152,10 @@ class CompiledBackend(PythonBackend):
 
         def run(arg: Any) -> Any:
             try:
-                return fn(*[c(x) for c, x in zip(convert, arg)])
+                if Limits.max_memory is None:
+                    return fn(*[c(x) for c, x in zip(convert, arg)])
+                with address_space_window():
+                    return fn(*[c(x) for c, x in zip(convert, arg)])
             except (ArithmeticError, LookupError, AssertionError, ValueError, TypeError, MemoryError):
                 return on_python(arg)
         run.fast = fast

@@ -1,4 +1,5 @@
-"""Resource limits at run time: how deep user functions may call each other.
+"""Resource limits at run time: how deep user functions may call each other,
+and (labrys.memory, Note [Memory limit]) how much memory the process may hold.
 
 Note [Recursion limit]
 ~~~~~~~~~~~~~~~~~~~~~~
@@ -25,6 +26,7 @@ from typing import Any, Callable
 
 from ..context import Limits, current
 from ..errors import LabrysError, Span
+from ..memory import MemoryLimit, poll, resident_bytes, show_size
 
 
 def too_deep(name: str, span: Span | None, limit: int) -> LabrysError:
@@ -41,11 +43,29 @@ def guard_depth(fn: Callable[[Any], Any], name: str, span: Span | None) -> Calla
         try:
             if depth > Limits.max_depth:
                 raise too_deep(name, span, Limits.max_depth)
+            if Limits.max_memory is not None:
+                poll()
             return fn(arg)
         except RecursionError:
             raise too_deep(name, span, min(depth, Limits.max_depth)) from None
+        except MemoryLimit as exc:
+            raise named(exc, name, span) from None
+        except MemoryError:  # Python's own: no limit set, or an allocation outside the guards
+            raise named(MemoryLimit(f"out of memory (the process holds {show_size(resident_bytes())})", None,
+                                    ("a limit that stops earlier is set with --max-memory",)), name, span) from None
         finally:
             ctx.depth -= 1
     # compiled code's fast entry (Note [Cheap boundaries]): one activation, it calls no Python
     guarded.fast = getattr(fn, "fast", None)
     return guarded
+
+
+def named(exc: MemoryLimit, name: str, span: Span | None) -> MemoryLimit:
+    """The memory error with the innermost user function's name, at the error's own
+    position (a ``build``) or else at the function's definition (Note [Memory limit])."""
+    if exc.function is not None:
+        return exc
+    out = MemoryLimit(exc.message.replace(" exceeded", f" exceeded in {name}", 1) if " exceeded" in exc.message
+                      else f"{exc.message} in {name}", exc.span or span, exc.notes)
+    out.function = name
+    return out

@@ -22,6 +22,7 @@ from ..api import load
 from ..backends import BACKENDS, DEFAULT
 from ..context import run_scope, set_max_depth
 from ..errors import LabrysError, format_error
+from ..memory import set_max_memory
 from ..values import format_value
 from ..version import __version__
 from .arguments import choose_overload
@@ -230,6 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-depth", type=int, metavar="N",
                    help="user functions may call each other at most N deep (default 200000, or "
                         "$LABRYS_MAX_DEPTH); deeper is an error naming the function")
+    p.add_argument("--max-memory", metavar="SIZE",
+                   help="stop a run when the process would hold more than SIZE of memory (e.g. 500M, 2G; or "
+                        "$LABRYS_MAX_MEMORY; no limit by default): an error naming the function")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="run a .ks program (its main, or FN on ARGS)",
@@ -401,6 +405,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.max_depth is not None:
             set_max_depth(args.max_depth)
+        if args.max_memory is not None:
+            set_max_memory(args.max_memory)
         with library_log(args.verbose or os.environ.get("LABRYS_VERBOSE", "") not in ("", "0")):
             return args.handler(args)
     except LabrysError as exc:

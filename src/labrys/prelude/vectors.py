@@ -13,6 +13,7 @@ import numpy as np
 from ..ir.build import C, V, get, if_, lam, tup
 from ..ir.nodes import Expr, const
 from ..ir.types import FLOAT, INTEGER, TTensor, TTuple, Type
+from ..memory import check_allocation
 from ..types.primitives import args_of, primitive, spread
 from ..types.tangent import tangent_type, zero_tangent
 from ..values import DeltaVec, PrimError, dense, make_vec, numel, zero_like, zeros_shaped
@@ -36,6 +37,8 @@ def _shape(n: Any, name: str) -> tuple[int, ...]:
     if name != "sumbuild" and math.prod(shape) > max_elements():
         raise PrimError(f"{name}: size {n} is too large to allocate ({math.prod(shape)} elements; "
                         f"this machine has memory for at most {max_elements()} Floats)")
+    if name != "sumbuild":
+        check_allocation(math.prod(shape), f"({name} {n} ...)")  # Note [Memory limit]
     return shape
 
 

@@ -10,6 +10,17 @@ from dataclasses import dataclass
 from ..errors import LabrysError, Source, Span
 
 _DELIMS = set('()[]";') | set(" \t\r\n\f\v")
+# Note [Reading a token at a time]: every token kind, tried in order at one index; an
+# atom runs to the next delimiter or "#|".
+_TOKEN = re.compile(r"""(?P<ws>[ \t\r\n\f\v]+)
+                      |(?P<comment>;[^\n]*)
+                      |(?P<block>\#\|)
+                      |(?P<hash>\#(?=[\ \t\r\n]|\Z)[^\n]*)
+                      |(?P<open>[(\[])
+                      |(?P<close>[)\]])
+                      |(?P<str>")
+                      |(?P<atom>(?:[^()\[\]";\ \t\r\n\f\v\#]|\#(?!\|))+)""", re.VERBOSE)
+_ATOM = re.compile(r"(?:[^()\[\]\";\ \t\r\n\f\v\#]|\#(?!\|))+")
 _INT = re.compile(r"-?[0-9]+\Z")
 _FLOAT = re.compile(r"-?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z|-?[0-9]+[eE][+-]?[0-9]+\Z"
                     r"|[+-]inf\.0\Z|\+nan\.0\Z")  # Note [Non-finite literals]
@@ -129,49 +140,49 @@ def _comment(src: Source, i: int, j: int, items: list) -> None:
 
 def read(src: Source, comments: bool = False) -> list[SExpr]:
     """Read every top-level s-expression of ``src`` (and, for the formatter, its
-    comments as :class:`Comment` items where they occur)."""
+    comments as :class:`Comment` items where they occur).  One regular-expression
+    match per token (Note [Reading a token at a time]): a character-at-a-time loop
+    took 3.5 s of CPU on the 3 MB of 10^5 nested lets."""
     text, n, i = src.text, len(src.text), 0
     stack: list[tuple[str, int, list]] = []  # (bracket, start, items)
     top: list[SExpr] = []
+    items = top
+    match = _TOKEN.match
     while i < n:
-        ch = text[i]
-        if ch in " \t\r\n\f\v":
-            i += 1
-        elif ch == ";" or _hash_line_comment(text, i):
-            end = text.find("\n", i)
-            j = n if end < 0 else end
-            if comments:
-                _comment(src, i, j, stack[-1][2] if stack else top)
-            i = j + 1
-        elif text.startswith("#|", i):
-            j = _skip_block_comment(text, i + 2, src)
-            if comments:
-                _comment(src, i, j, stack[-1][2] if stack else top)
-            i = j
-        elif ch in "([":
-            stack.append((ch, i, []))
-            i += 1
-        elif ch in ")]":
+        m = match(text, i)
+        kind = m.lastgroup
+        j = m.end()
+        if kind == "ws":
+            pass
+        elif kind == "hash" and not _hash_line_comment(text, i):  # a "#" inside an atom's place
+            j = _ATOM.match(text, i).end()
+            items.append(_atom(text[i:j], Span(src, i, j)))
+        elif kind == "atom":
+            items.append(_atom(m.group(), Span(src, i, j)))
+        elif kind == "open":
+            stack.append((m.group(), i, []))
+            items = stack[-1][2]
+        elif kind == "close":
+            ch = m.group()
             if not stack:
                 raise LabrysError(f"unexpected '{ch}' with no matching opening bracket", Span(src, i, i + 1))
-            bracket, start, items = stack.pop()
+            bracket, start, inner = stack.pop()
             if _CLOSER[bracket] != ch:
                 raise LabrysError(f"'{bracket}' closed by '{ch}'", Span(src, i, i + 1),
                                   (f"the '{bracket}' opened at {Span(src, start, start + 1)!r}",))
-            node = SList(bracket, tuple(items), Span(src, start, i + 1))
-            (stack[-1][2] if stack else top).append(node)
-            i += 1
-        else:
-            if ch == '"':
-                value, j = _read_string(text, i, src)
-                node = Atom("str", value, Span(src, i, j))
-            else:
-                j = i
-                while j < n and text[j] not in _DELIMS and not text.startswith("#|", j):
-                    j += 1
-                node = _atom(text[i:j], Span(src, i, j))
-            (stack[-1][2] if stack else top).append(node)
-            i = j
+            items = stack[-1][2] if stack else top
+            items.append(SList(bracket, tuple(inner), Span(src, start, j)))
+        elif kind in ("comment", "hash"):
+            if comments:
+                _comment(src, i, j, items)
+        elif kind == "block":
+            j = _skip_block_comment(text, i + 2, src)
+            if comments:
+                _comment(src, i, j, items)
+        else:  # a string
+            value, j = _read_string(text, i, src)
+            items.append(Atom("str", value, Span(src, i, j)))
+        i = j
     if stack:
         bracket, start, _ = stack[-1]
         raise LabrysError(f"unclosed '{bracket}'", Span(src, start, start + 1))
