@@ -14,11 +14,22 @@ failed assert, Integer division by zero, a size too large to allocate); the call
 ``python`` (compiled defs are pure), which reports the error exactly as the
 interpreter does.
 
+Note [Orchestration]
+~~~~~~~~~~~~~~~~~~~~
+``print`` writes through Python's ``sys.stdout`` (so output interleaves and
+is captured like any other), so a def that prints, or calls a function that
+does, runs its own body on ``python`` without a note: it orchestrates.  The
+user functions it calls are compiled, each through its own cell (the
+python backend reaches callees through the shared function table), so only
+the printing def's own statements run in Python; keep heavy loops in
+functions it calls.  This is not a fallback: nothing is noted.
+
 The disk cache of compiled modules is :mod:`labrys.backends.cache`
 (Note [Compile cache]); it never sends a def to ``python``.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable
 
 import numpy as np
@@ -26,10 +37,10 @@ import numpy as np
 from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.names import show_name
-from ..ir.types import BOOL, FLOAT, INTEGER, TTensor, TTuple, Type
+from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TTensor, TTuple, Type
 from ..values import dense, make_vec
 from .cache import compiled_function
-from .numba_source import NumbaModuleSource, Unsupported, array_rank
+from .numba_source import NumbaModuleSource, Orchestration, Unsupported, array_rank
 from .python import PythonBackend, note
 
 
@@ -42,6 +53,8 @@ def numba_type(t: Type):
         return types.int64
     if t == BOOL:
         return types.boolean
+    if t == STRING:
+        return types.unicode_type
     if isinstance(t, TTuple):
         return types.Tuple(tuple(numba_type(e) for e in t.elems))
     if t.elem == INTEGER:
@@ -102,6 +115,10 @@ class CompiledBackend(PythonBackend):
             mod = NumbaModuleSource(self)
             entry = mod.add_def(d)
             text = mod.text()
+        except Orchestration:  # Note [Orchestration]
+            logging.getLogger("labrys.backends").debug("%s prints: runs on python, its callees compiled",
+                                                       show_name(d.name))
+            return PythonBackend.generate(self, d)
         except Unsupported as why:
             return self.fall_back(d, f"{why} is not supported by the compiled backend")
         try:

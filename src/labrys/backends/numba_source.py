@@ -14,11 +14,12 @@ construct and its position, and the def runs on the ``python`` backend.
 """
 from __future__ import annotations
 
+from ..context import Limits
 from ..errors import Span
 from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.traverse import FreshNames, all_names, nodes
-from ..ir.types import BOOL, FLOAT, INTEGER, TTensor, TTuple, Type
+from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TTensor, TTuple, Type
 from ..opt.anf import desugar_map
 from ..types.checker import Signature, check_def
 from ..types.primitives import Primitive
@@ -38,7 +39,28 @@ BUILTINS_USED = {"float", "range", "abs", "AssertionError", "IndexError", "Value
 MAX_LOOPS = 12  # CPython allows 20 statically nested blocks
 MAX_STATEMENTS = 2000  # Numba's compile time grows faster than linearly with function size
 MAX_NODES = 4 * MAX_STATEMENTS  # a def this big would exceed MAX_STATEMENTS: refused before generating
+MAX_ROOM = 100_000  # Note [Compiled recursion]
 MAX_TYPE_DEPTH = 32  # Numba's typing of nested tuples is superlinear in their depth
+
+
+def room() -> int:
+    """Note [Compiled recursion]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    Self- and mutual recursion compile as Numba functions calling each other
+    (Numba infers a recursive function's type from its non-recursive
+    branches).  Every generated function takes the recursion budget
+    ``_room`` last and passes ``_room - 1`` to the user functions it calls;
+    a function on a cycle of calls (found when its generation reaches itself
+    again) first checks ``_room > 0``.  The entry starts the budget at
+    ``--max-depth`` (at most 100,000: native frames live on the deep-stack
+    worker's 1 GiB stack, Note [Deep programs]); past it the call raises and
+    re-runs on ``python`` (Note [Compiled fallback]), which reports
+    ``recursion deeper than N`` exactly as the interpreter does, or finishes a
+    legitimately deeper recursion.  A module with a cycle is compiled without
+    Numba's disk cache: Numba's cached object code of a recursive function
+    crashes when loaded (numba/numba#6061), so such modules are compiled anew
+    in each process (small: recursive defs are scalar code)."""
+    return min(Limits.max_depth, MAX_ROOM)
 
 
 class Unsupported(Exception):
@@ -46,8 +68,12 @@ class Unsupported(Exception):
         super().__init__(f"{what} at {span!r}" if span else what)
 
 
+class Orchestration(Unsupported):
+    """The def prints (or calls a function that does): Note [Orchestration] in compiled.py."""
+
+
 def representable(t: Type, depth: int = 0) -> bool:
-    if t in (FLOAT, INTEGER, BOOL):
+    if t in (FLOAT, INTEGER, BOOL, STRING):
         return True
     if isinstance(t, TTuple):
         return depth < MAX_TYPE_DEPTH and all(representable(e, depth + 1) for e in t.elems)
@@ -84,10 +110,35 @@ class NumbaModuleSource(PyModuleSource):
     def __init__(self, backend) -> None:
         super().__init__(backend)
         self.names: dict[int, tuple[str, int]] = {}  # id(signature) -> generated function, arity
-        self.active: set[int] = set()
+        self.active: list[int] = []  # callees being generated, outermost first
+        self.generated: dict[int, Function] = {}
+        self.cyclic: set[str] = set()  # generated functions on a cycle of calls
         self.direct: dict[int, list[str]] = {}  # Note [Nested accumulation]
 
     def add_def(self, d: ir.Def) -> str:
+        """The module's entry: a function of d's parameters that starts the recursion
+        budget (Note [Compiled recursion]) and calls d's body."""
+        sig = self.signature_of(d)
+        if sig is not None:
+            callee, n = self.user_function(sig, d.span)
+        else:
+            callee, n = self.generate_def(d, Function(self.fresh("fn"), [])), len(d.params)
+        entry = Function(self.fresh("fn"), [f"_a{k}" for k in range(n)])
+        entry.lines.append((f"    return {callee}({', '.join(entry.params + [str(room())])})", None))
+        self.functions.append(entry)
+        return entry.name
+
+    def signature_of(self, d: ir.Def) -> Signature | None:
+        """The program's signature d is the def of (None: a def of its own, e.g. a test's)."""
+        arg = d.params[0].type if len(d.params) == 1 else TTuple(tuple(p.type for p in d.params))
+        try:
+            sig = self.hooks.functions.resolve(d.name, arg)
+        except Exception:  # noqa: BLE001 - a name the program does not know
+            return None
+        return sig if isinstance(sig, Signature) and sig.ret == d.ret else None
+
+    def generate_def(self, d: ir.Def, fn: Function) -> str:
+        """d's body as the function ``fn`` of d's parameters and the recursion budget ``_room``."""
         if any(k > MAX_NODES for k, _ in enumerate(nodes(d.body))):
             raise Unsupported(f"a body of more than {MAX_NODES} nodes", d.span)
         d = self.without_map(d)
@@ -97,8 +148,7 @@ class NumbaModuleSource(PyModuleSource):
         if not representable(d.ret):
             raise Unsupported(f"result of type {d.ret}", d.span)
         env: dict[str, str] = {}
-        fn = Function(self.fresh("fn"), [])
-        fn.params = [self.bind(env, p.name) for p in d.params]
+        fn.params = [self.bind(env, p.name) for p in d.params] + ["_room"]
         self.functions.append(fn)
         LoopEmitter(self, fn, env).tail(d.body)
         return fn.name
@@ -112,16 +162,28 @@ class NumbaModuleSource(PyModuleSource):
                          self.hooks.functions)
 
     def user_function(self, sig: Signature, span: Span | None) -> tuple[str, int]:
-        """The generated function for a callee, and its number of parameters."""
+        """The generated function for a callee, and its number of parameters (without ``_room``)."""
         key = id(sig)
-        if key in self.active:
-            raise Unsupported(f"recursive call of {show_name(sig.name)}", span)
+        if key in self.active:  # Note [Compiled recursion]
+            for member in self.active[self.active.index(key):]:
+                self.recursive(self.generated[member])
         if key not in self.names:
-            self.active.add(key)
             d = self.definition(sig, span)
-            self.names[key] = self.add_def(d), len(d.params)
-            self.active.discard(key)
+            fn = Function(self.fresh("fn"), [])
+            self.names[key], self.generated[key] = (fn.name, len(d.params)), fn
+            self.active.append(key)
+            try:
+                self.generate_def(d, fn)
+            finally:
+                self.active.pop()
         return self.names[key]
+
+    def recursive(self, fn: Function) -> None:
+        """fn is on a cycle of calls: it checks the recursion budget first."""
+        if fn.name not in self.cyclic:
+            self.cyclic.add(fn.name)
+            fn.lines[:0] = [("    if _room <= 0:", None),
+                            ('        raise ValueError("recursion deeper than the compiled budget")', None)]
 
     def definition(self, sig: Signature, span: Span | None) -> ir.Def:
         """The typed def a call runs: the program's, or the generated derived one."""
@@ -135,8 +197,9 @@ class NumbaModuleSource(PyModuleSource):
         if size > MAX_STATEMENTS:
             raise Unsupported(f"a body of {size} statements (more than {MAX_STATEMENTS})", None)
         out = [HEADER]
+        decorator = DECORATOR.replace("cache=_cache", "cache=False") if self.cyclic else DECORATOR
         for fn in self.functions:
-            out += ["", DECORATOR, f"def {fn.name}({', '.join(fn.params)}):"]
+            out += ["", decorator, f"def {fn.name}({', '.join(fn.params)}):"]
             out += [line for line, _ in fn.lines]
         return "\n".join(out) + "\n"
 
@@ -149,6 +212,19 @@ class LoopEmitter(TangentMixin, Emitter):
     def scoped(self, depth: int) -> "LoopEmitter":
         return LoopEmitter(self.mod, self.fn, dict(self.env), depth)
 
+    def outline(self, e: ir.Expr) -> str:
+        """Note [Deep nesting in generated code], passing the recursion budget on."""
+        names = sorted(self.mod.free_vars(e))
+        fn = Function(self.mod.fresh("out"), [])
+        env: dict[str, str] = {}
+        fn.params = [self.mod.bind(env, n) for n in names] + ["_room"]
+        self.mod.functions.append(fn)
+        LoopEmitter(self.mod, fn, env).tail(e)
+        t = self.mod.fresh()
+        args = [self.atom(ir.Var(n)) for n in names]
+        self.emit(f"{t} = {fn.name}({', '.join(args + ['_room'])})")
+        return t
+
     def atom(self, e: ir.Expr) -> str:
         if isinstance(e, ir.Var) and isinstance(self.env.get(e.name), SparseSum):
             self.env[e.name] = self.materialise(self.env[e.name])
@@ -157,8 +233,8 @@ class LoopEmitter(TangentMixin, Emitter):
         return super().atom(e)
 
     def literal(self, value) -> str:
-        if isinstance(value, str):
-            raise Unsupported("a String", None)
+        if isinstance(value, str):  # a Numba unicode string
+            return repr(value)
         if isinstance(value, float) and value != value:
             return "_nan"
         if isinstance(value, float) and value in (float("inf"), float("-inf")):
@@ -189,9 +265,11 @@ class LoopEmitter(TangentMixin, Emitter):
             if parts is None:
                 a = self.atom(arg)
                 parts = [a] if n == 1 else [f"{a}[{k}]" for k in range(n)]
-            self.emit(f"{t} = {callee}({', '.join(parts)})")
+            self.emit(f"{t} = {callee}({', '.join(parts + ['_room - 1'])})")
             return
         name = target.name
+        if name == "print":
+            raise Orchestration("print", e.span)
         if name in ("build", "sumbuild") and isinstance(args[1], ir.Lam):
             return self.loop(t, name, args[0], args[1], e)
         if name == "fold" and isinstance(args[0], ir.Lam):
