@@ -37,10 +37,11 @@ import numpy as np
 from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.names import show_name
-from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TTensor, TTuple, Type
+from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
 from ..values import dense, make_vec
 from .cache import compiled_function
 from .numba_source import NumbaModuleSource, Orchestration, Unsupported, array_rank
+from .numba_sums import sum_from_machine, sum_to_machine
 from .python import PythonBackend, note
 
 
@@ -57,6 +58,8 @@ def numba_type(t: Type):
         return types.unicode_type
     if isinstance(t, TTuple):
         return types.Tuple(tuple(numba_type(e) for e in t.elems))
+    if isinstance(t, TSum):  # Note [Compiled sums]
+        return types.Tuple((types.boolean, numba_type(t.left), numba_type(t.right)))
     if t.elem == INTEGER:
         return types.Array(types.int64, t.rank, "C")
     return types.Array(types.float64, array_rank(t), "C")
@@ -83,7 +86,9 @@ def to_machine(t: Type) -> Callable[[Any], Any]:
                 raise Ragged("ragged")
             return np.stack(rows)
         return stack
-    if isinstance(t, TTuple) and any(isinstance(e, (TTensor, TTuple)) for e in t.elems):
+    if isinstance(t, TSum):
+        return sum_to_machine(t, to_machine(t.left), to_machine(t.right), array_rank)
+    if isinstance(t, TTuple) and any(isinstance(e, (TTensor, TTuple, TSum)) for e in t.elems):
         parts = [to_machine(e) for e in t.elems]
         return lambda v: tuple(f(x) for f, x in zip(parts, v))
     return lambda v: v
@@ -91,6 +96,8 @@ def to_machine(t: Type) -> Callable[[Any], Any]:
 
 def from_machine(t: Type) -> Callable[[Any], Any] | None:
     """The compiled representation → the run-time value (None: the same)."""
+    if isinstance(t, TSum):
+        return sum_from_machine(from_machine(t.left) or (lambda x: x), from_machine(t.right) or (lambda x: x))
     if isinstance(t, TTensor) and t.elem == INTEGER:
         return lambda a: make_vec(INTEGER, [int(x) for x in a.flat], a.shape)
     if isinstance(t, TTensor) and t.elem != FLOAT:

@@ -19,10 +19,11 @@ from ..errors import Span
 from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.traverse import FreshNames, all_names, nodes
-from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TTensor, TTuple, Type
+from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
 from ..opt.anf import desugar_map
 from ..types.checker import Signature, check_def
 from ..types.primitives import Primitive
+from .numba_sums import SumMixin
 from .numba_tangents import SparseSum, TangentMixin, rebuild
 from .pysource import Emitter, Function, PyModuleSource
 
@@ -77,6 +78,8 @@ def representable(t: Type, depth: int = 0) -> bool:
         return True
     if isinstance(t, TTuple):
         return depth < MAX_TYPE_DEPTH and all(representable(e, depth + 1) for e in t.elems)
+    if isinstance(t, TSum):  # Note [Compiled sums]
+        return depth < MAX_TYPE_DEPTH and representable(t.left, depth + 1) and representable(t.right, depth + 1)
     return array_rank(t) is not None or int_array(t)
 
 
@@ -139,8 +142,11 @@ class NumbaModuleSource(PyModuleSource):
 
     def generate_def(self, d: ir.Def, fn: Function) -> str:
         """d's body as the function ``fn`` of d's parameters and the recursion budget ``_room``."""
-        if any(k > MAX_NODES for k, _ in enumerate(nodes(d.body))):
-            raise Unsupported(f"a body of more than {MAX_NODES} nodes", d.span)
+        for k, x in enumerate(nodes(d.body)):
+            if isinstance(x, ir.Call) and x.func == "print":
+                raise Orchestration("print", x.span)
+            if k > MAX_NODES:
+                raise Unsupported(f"a body of more than {MAX_NODES} nodes", d.span)
         d = self.without_map(d)
         for p in d.params:
             if not representable(p.type):
@@ -204,7 +210,7 @@ class NumbaModuleSource(PyModuleSource):
         return "\n".join(out) + "\n"
 
 
-class LoopEmitter(TangentMixin, Emitter):
+class LoopEmitter(TangentMixin, SumMixin, Emitter):
     """Statements for Numba: loops instead of higher-order primitives."""
 
     mod: NumbaModuleSource
@@ -251,6 +257,8 @@ class LoopEmitter(TangentMixin, Emitter):
                 self.call(t, e, func, arg)
             case ir.Tuple() | ir.Get() | ir.Assert():
                 super().assign(t, e)
+            case ir.Inj():
+                self.inject(t, e, array_rank)
             case _:
                 raise Unsupported(_WHAT.get(type(e), type(e).__name__), e.span)
 
@@ -370,8 +378,7 @@ class LoopEmitter(TangentMixin, Emitter):
         inner.emit(f"{t} = {inner.atom(lam.body)}")
 
 
-_WHAT = {ir.Lam: "lambda", ir.App: "call of a function value", ir.Inj: "sum-type injection",
-         ir.Case: "case", ir.FnRef: "function reference (fn NAME)"}
+_WHAT = {ir.Lam: "lambda", ir.App: "call of a function value", ir.FnRef: "function reference (fn NAME)"}
 
 
 # Note [Compiled primitives]
