@@ -40,6 +40,7 @@ from ..ir.names import show_name
 from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
 from ..values import dense, make_vec
 from .cache import compiled_function
+from .numba_soa import is_soa, soa_from_machine, soa_numba_type, soa_to_machine
 from .numba_source import NumbaModuleSource, Orchestration, Unsupported, array_rank
 from .numba_sums import sum_from_machine, sum_to_machine
 from .python import PythonBackend, note
@@ -60,6 +61,8 @@ def numba_type(t: Type):
         return types.Tuple(tuple(numba_type(e) for e in t.elems))
     if isinstance(t, TSum):  # Note [Compiled sums]
         return types.Tuple((types.boolean, numba_type(t.left), numba_type(t.right)))
+    if is_soa(t):  # Note [Struct of arrays]
+        return soa_numba_type(t, numba_type)
     if t.elem == INTEGER:
         return types.Array(types.int64, t.rank, "C")
     return types.Array(types.float64, array_rank(t), "C")
@@ -71,6 +74,8 @@ class Ragged(ValueError):
 
 def to_machine(t: Type) -> Callable[[Any], Any]:
     """Run-time value → the compiled representation (contiguous float64 arrays)."""
+    if is_soa(t):
+        return soa_to_machine(t, to_machine)
     if isinstance(t, TTensor) and t.elem == FLOAT:
         return lambda v: np.ascontiguousarray(dense(v), dtype=np.float64)
     if isinstance(t, TTensor) and t.elem == INTEGER:  # an object array of ints
@@ -96,6 +101,8 @@ def to_machine(t: Type) -> Callable[[Any], Any]:
 
 def from_machine(t: Type) -> Callable[[Any], Any] | None:
     """The compiled representation → the run-time value (None: the same)."""
+    if is_soa(t):
+        return soa_from_machine(t, from_machine)
     if isinstance(t, TSum):
         return sum_from_machine(from_machine(t.left) or (lambda x: x), from_machine(t.right) or (lambda x: x))
     if isinstance(t, TTensor) and t.elem == INTEGER:

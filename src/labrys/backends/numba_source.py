@@ -23,6 +23,7 @@ from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
 from ..opt.anf import desugar_map
 from ..types.checker import Signature, check_def
 from ..types.primitives import Primitive
+from .numba_soa import SoaMixin, involves_soa, is_soa
 from .numba_sums import SumMixin
 from .numba_tangents import SparseSum, TangentMixin, rebuild
 from .pysource import Emitter, Function, PyModuleSource
@@ -80,7 +81,7 @@ def representable(t: Type, depth: int = 0) -> bool:
         return depth < MAX_TYPE_DEPTH and all(representable(e, depth + 1) for e in t.elems)
     if isinstance(t, TSum):  # Note [Compiled sums]
         return depth < MAX_TYPE_DEPTH and representable(t.left, depth + 1) and representable(t.right, depth + 1)
-    return array_rank(t) is not None or int_array(t)
+    return array_rank(t) is not None or int_array(t) or is_soa(t)
 
 
 def int_array(t: Type) -> bool:
@@ -210,7 +211,7 @@ class NumbaModuleSource(PyModuleSource):
         return "\n".join(out) + "\n"
 
 
-class LoopEmitter(TangentMixin, SumMixin, Emitter):
+class LoopEmitter(TangentMixin, SumMixin, SoaMixin, Emitter):
     """Statements for Numba: loops instead of higher-order primitives."""
 
     mod: NumbaModuleSource
@@ -278,6 +279,8 @@ class LoopEmitter(TangentMixin, SumMixin, Emitter):
         name = target.name
         if name == "print":
             raise Orchestration("print", e.span)
+        if involves_soa(e.type) or any(involves_soa(a.type) for a in args):  # Note [Struct of arrays]
+            return self.soa_call(t, name, args, e)
         if name in ("build", "sumbuild") and isinstance(args[1], ir.Lam):
             return self.loop(t, name, args[0], args[1], e)
         if name == "fold" and isinstance(args[0], ir.Lam):
@@ -409,6 +412,15 @@ def _primitive(prim: Primitive, types: list[Type], xs: list[str], result: Type) 
     """Numba code for a primitive call on atoms ``xs`` of ``types``, or None."""
     if prim.numba is None or not all(representable(t) for t in types) or not representable(result):
         return None
+    if prim.elementwise and isinstance(result, TTuple):  # arithmetic on tuples: leaf by leaf
+        parts = []
+        for k, elem in enumerate(result.elems):
+            code = _primitive(prim, [t.elems[k] if isinstance(t, TTuple) else t for t in types],
+                              [f"{x}[{k}]" if isinstance(t, TTuple) else x for t, x in zip(types, xs)], elem)
+            if code is None:
+                return None
+            parts.append(f"({code})")
+        return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
     if prim.name != "index" and any(isinstance(t, TTuple) for t in types):
         return None
     return prim.numba(xs, types, result)
