@@ -23,6 +23,7 @@ from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
 from ..opt.anf import desugar_map
 from ..types.checker import Signature, check_def
 from ..types.primitives import Primitive
+from .numba_rfold import RFoldMixin
 from .numba_soa import SoaMixin, involves_soa, is_soa
 from .numba_sums import SumMixin
 from .numba_tangents import SparseSum, TangentMixin, rebuild
@@ -211,7 +212,7 @@ class NumbaModuleSource(PyModuleSource):
         return "\n".join(out) + "\n"
 
 
-class LoopEmitter(TangentMixin, SumMixin, SoaMixin, Emitter):
+class LoopEmitter(TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitter):
     """Statements for Numba: loops instead of higher-order primitives."""
 
     mod: NumbaModuleSource
@@ -279,6 +280,8 @@ class LoopEmitter(TangentMixin, SumMixin, SoaMixin, Emitter):
         name = target.name
         if name == "print":
             raise Orchestration("print", e.span)
+        if name == "rfold" and isinstance(args[0], ir.Lam) and isinstance(args[1], ir.Lam):
+            return self.rfold(t, args, e)
         if involves_soa(e.type) or any(involves_soa(a.type) for a in args):  # Note [Struct of arrays]
             return self.soa_call(t, name, args, e)
         if name in ("build", "sumbuild") and isinstance(args[1], ir.Lam):
@@ -393,7 +396,7 @@ _WHAT = {ir.Lam: "lambda", ir.App: "call of a function value", ir.FnRef: "functi
 # tangent operations are this generator's own rules (:meth:`LoopEmitter.call`,
 # :mod:`.numba_tangents`) because they emit statements, not an expression.
 
-LOOPS = {"build", "sumbuild", "fold", "ts_sumbuild", "sum", "map", "map2"}  # LoopEmitter.call's own rules
+LOOPS = {"build", "sumbuild", "fold", "ts_sumbuild", "sum", "map", "map2", "rfold"}  # LoopEmitter.call's own rules
 TANGENT_OPERATIONS = {"ts_add", "ts_scale", "ts_neg", "ts_zero", "ts_dot", "dot", "ts_delta", "deltaVec"}
 
 
