@@ -219,3 +219,41 @@ def test_adbench_ba_objective_and_jacobian_compile_whole() -> None:
                      "--backend", "compiled"]) == 0
     assert "runs on the python backend" not in err.getvalue(), err.getvalue()
     assert "max relative error" in out.getvalue()
+
+
+# --- derivative code: rfold, the tangent of a Vec Integer ------------------------------------
+
+REVERSE = """
+(def fprod Float (v : Vec Float)
+  (fold (lam (acc_x : Tuple Float Float) (mul (get$1$2 acc_x) (get$2$2 acc_x))) 1.0 v))
+(def fdot Float (v : Vec (Tuple Float Float))
+  (fold (lam (acc_p : Tuple Float (Tuple Float Float))
+          (let ((acc p) acc_p) (add acc (mul (get$1$2 p) (get$2$2 p))))) 0.0 v))
+(def gather Float ((v : Vec Float) (ix : Vec Integer))
+  (sumbuild (size ix) (lam (k : Integer) (mul 3.0 (index (index k ix) v)))))
+"""
+
+
+@backends
+def test_reverse_mode_of_folds_and_integer_vectors(backend: str) -> None:
+    m = load(REVERSE, backend)
+    v = np.array([2.0, 3.0, 5.0])
+    np.testing.assert_allclose(m.derive("rev", "fprod")(v, 1.0), [15.0, 10.0, 6.0], rtol=1e-15)
+    pairs = [(1.0, 2.0), (3.0, 4.0)]
+    got = m.derive("rev", "fdot")(pairs, 2.0)
+    assert [tuple(p) for p in got] == [(4.0, 2.0), (8.0, 6.0)]  # 2 · (b, a) for each pair (a, b)
+    dv, dix = m.derive("rev", "gather")((np.zeros(4), [1, 1, 3]), 1.0)
+    np.testing.assert_array_equal(dv, [0.0, 6.0, 0.0, 3.0])
+    assert len(dix) == 3 and all(x == () for x in dix)
+    compiled_whole(m)
+
+
+def test_adbench_lstm_gradient_compiles_whole() -> None:
+    from labrys.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        assert main(["--verbose", "adbench", "lstm", str(ROOT / "data" / "adbench" / "lstm" / "lstm_l2_c1024.txt"),
+                     "--backend", "compiled"]) == 0
+    assert "runs on the python backend" not in err.getvalue(), err.getvalue()
+    assert "relative error" in out.getvalue()

@@ -16,6 +16,7 @@ has one.  One case per construct that reads or makes such a vector:
     (index i v)           ↦  (v[1][i], …, v[k][i])          i checked against v[0]
     (build n (lam i e))   ↦  columns allocated, then col_j[i] = e_j in one loop
     (fold f a v)          ↦  a loop over i, the element as for index
+    ts_zero / ts_add / ts_scale / ts_neg of a Vec (Tuple)  ↦  its length (sizes checked)
 
 Every other operation on such a vector (arithmetic, equality, tangent
 operations, a build whose components are vectors, a nested ``Vec (Vec
@@ -31,6 +32,8 @@ import numpy as np
 from ..ir import nodes as ir
 from ..ir.types import FLOAT, INTEGER, TTensor, TTuple, Type
 from ..values import dense, make_vec
+
+UNITS = TTensor(1, TTuple(()))  # Vec (Tuple): the tangent of a Vec Integer
 
 
 def is_soa(t: Type | None) -> bool:
@@ -78,8 +81,21 @@ class SoaMixin:
             inner = self.indented()
             inner.emit(f"{inner.mod.bind(inner.env, args[0].var)} = ({t}, {element(args[2].type, v, i)})")
             inner.emit(f"{t} = {inner.atom(args[0].body)}")
+        elif e.type == UNITS and name in ("ts_zero", "ts_add", "ts_scale", "ts_neg"):
+            self.unit_tangent(t, name, [self.atom(a) for a in args], args)
         else:
             raise Unsupported(f"primitive {name} on {e.arg.type}", e.span)
+
+    def unit_tangent(self, t: str, name: str, xs: list[str], args: tuple[ir.Expr, ...]) -> None:
+        """The tangent of a ``Vec Integer`` is a ``Vec (Tuple)``: only its length is data."""
+        if name == "ts_zero":
+            x = xs[0]
+            self.emit(f"{t} = ({x}.shape[0],)" if args[0].type != UNITS else f"{t} = {x}")
+            return
+        if name == "ts_add":
+            self.emit(f"if {xs[0]}[0] != {xs[1]}[0]:")
+            self.indented().emit('raise ValueError("tensor sizes differ")')
+        self.emit(f"{t} = {xs[-1]}")
 
     def soa_build(self, t: str, n: ir.Expr, lam: ir.Lam, vt: TTensor) -> None:
         from .numba_source import Unsupported
