@@ -40,9 +40,10 @@ from ..ir.names import show_name
 from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
 from ..values import dense, make_vec
 from .cache import compiled_function
-from .numba_soa import is_soa, soa_from_machine, soa_numba_type, soa_to_machine
-from .numba_source import NumbaModuleSource, Orchestration, Unsupported, array_rank
+from .numba_soa import soa_from_machine, soa_numba_type, soa_to_machine
+from .numba_source import NumbaModuleSource
 from .numba_sums import sum_from_machine, sum_to_machine
+from .numba_types import Orchestration, Unsupported, array_rank, is_soa
 from .python import PythonBackend, note
 
 

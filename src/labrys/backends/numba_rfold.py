@@ -21,15 +21,15 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.types import FLOAT, INTEGER, TTensor
-from .numba_soa import element, is_soa
+from .numba_soa import element
 from .numba_tangents import SparseSum, leaves, rebuild
+from .numba_types import Unsupported, array_rank, is_soa
 
 
 class RFoldMixin:
     """The ``rfold`` rule of the Numba emitter (Note [Compiled rfold])."""
 
     def rfold(self, t: str, args: tuple[ir.Expr, ...], e: ir.Call) -> None:
-        from .numba_source import Unsupported, array_rank
         step, step_rev, acc0, vec, dacc0, czero = args
         vt, dx_t = vec.type, step_rev.body.type.elems[1]
         soa_in, soa_out = is_soa(vt), is_soa(TTensor(1, dx_t))

@@ -30,27 +30,9 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir import nodes as ir
-from ..ir.types import FLOAT, INTEGER, TTensor, TTuple, Type
+from ..ir.types import FLOAT, INTEGER, TTensor, Type
 from ..values import dense, make_vec
-
-UNITS = TTensor(1, TTuple(()))  # Vec (Tuple): the tangent of a Vec Integer
-
-
-def is_soa(t: Type | None) -> bool:
-    """``Vec (Tuple …)`` whose components have columns (Note [Struct of arrays])."""
-    return isinstance(t, TTensor) and t.rank == 1 and isinstance(t.elem, TTuple) and \
-        all(column_ok(e) for e in t.elem.elems)
-
-
-def column_ok(e: Type) -> bool:
-    from .numba_source import array_rank
-    return e in (FLOAT, INTEGER) or array_rank(TTensor(1, e)) is not None or is_soa(TTensor(1, e))
-
-
-def involves_soa(t: Type | None) -> bool:
-    if isinstance(t, TTuple):
-        return any(involves_soa(e) for e in t.elems)
-    return is_soa(t)
+from .numba_types import UNITS, Unsupported, is_soa
 
 
 def element(t: TTensor, v: str, i: str) -> str:
@@ -64,7 +46,6 @@ class SoaMixin:
     """Methods of the Numba emitter for vectors of tuples (Note [Struct of arrays])."""
 
     def soa_call(self, t: str, name: str, args: tuple[ir.Expr, ...], e: ir.Call) -> None:
-        from .numba_source import Unsupported
         if name == "size" and is_soa(args[0].type):
             self.emit(f"{t} = {self.atom(args[0])}[0]")
         elif name == "index" and is_soa(args[1].type):
@@ -98,7 +79,6 @@ class SoaMixin:
         self.emit(f"{t} = {xs[-1]}")
 
     def soa_build(self, t: str, n: ir.Expr, lam: ir.Lam, vt: TTensor) -> None:
-        from .numba_source import Unsupported
         size = self.atom(n)
         columns: list[tuple[str, str]] = []  # (column variable, path into the body's tuple)
 

@@ -5,7 +5,11 @@ It reuses the statement emitter of :mod:`labrys.backends.pysource` (and its
 Note [Generated names]); what differs is what a node may be and how calls
 become code.  Representations: Float / Integer / Bool are machine scalars
 (float64, int64, boolean), tuples are tuples, ``Tensor N Float`` is a
-C-contiguous float64 array.  ``build`` is a preallocated array filled by a
+C-contiguous float64 array, String a Numba string; sums are tagged tuples
+(:mod:`.numba_sums`), vectors of tuples structs of arrays (:mod:`.numba_soa`),
+``rfold`` two loops (:mod:`.numba_rfold`); user functions may recurse (Note
+[Compiled recursion]); a def that prints orchestrates (Note [Orchestration]
+in compiled.py).  ``build`` is a preallocated array filled by a
 loop, ``sumbuild`` and ``sum`` accumulate in a loop without allocating (a
 Float accumulator is a scalar; a vector accumulator is added into in
 place), ``fold`` is a loop over an accumulator.  A lambda may only appear as
@@ -19,14 +23,15 @@ from ..errors import Span
 from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.traverse import FreshNames, all_names, nodes
-from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
+from ..ir.types import FLOAT, INTEGER, TTensor, TTuple, Type
 from ..opt.anf import desugar_map
 from ..types.checker import Signature, check_def
 from ..types.primitives import Primitive
 from .numba_rfold import RFoldMixin
-from .numba_soa import SoaMixin, involves_soa, is_soa
+from .numba_soa import SoaMixin
 from .numba_sums import SumMixin
 from .numba_tangents import SparseSum, TangentMixin, rebuild
+from .numba_types import Orchestration, Unsupported, array_rank, float_tensor, int_array, involves_soa, representable
 from .pysource import Emitter, Function, PyModuleSource
 
 HEADER = '''import math as _math
@@ -43,9 +48,6 @@ MAX_LOOPS = 12  # CPython allows 20 statically nested blocks
 MAX_STATEMENTS = 2000  # Numba's compile time grows faster than linearly with function size
 MAX_NODES = 4 * MAX_STATEMENTS  # a def this big would exceed MAX_STATEMENTS: refused before generating
 MAX_ROOM = 100_000  # Note [Compiled recursion]
-MAX_TYPE_DEPTH = 32  # Numba's typing of nested tuples is superlinear in their depth
-
-
 def room() -> int:
     """Note [Compiled recursion]
     ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -64,45 +66,6 @@ def room() -> int:
     crashes when loaded (numba/numba#6061), so such modules are compiled anew
     in each process (small: recursive defs are scalar code)."""
     return min(Limits.max_depth, MAX_ROOM)
-
-
-class Unsupported(Exception):
-    def __init__(self, what: str, span: Span | None) -> None:
-        super().__init__(f"{what} at {span!r}" if span else what)
-
-
-class Orchestration(Unsupported):
-    """The def prints (or calls a function that does): Note [Orchestration] in compiled.py."""
-
-
-def representable(t: Type, depth: int = 0) -> bool:
-    if t in (FLOAT, INTEGER, BOOL, STRING):
-        return True
-    if isinstance(t, TTuple):
-        return depth < MAX_TYPE_DEPTH and all(representable(e, depth + 1) for e in t.elems)
-    if isinstance(t, TSum):  # Note [Compiled sums]
-        return depth < MAX_TYPE_DEPTH and representable(t.left, depth + 1) and representable(t.right, depth + 1)
-    return array_rank(t) is not None or int_array(t) or is_soa(t)
-
-
-def int_array(t: Type) -> bool:
-    """``Tensor N Integer``: an int64 array (no arithmetic on it is compiled)."""
-    return isinstance(t, TTensor) and t.elem == INTEGER
-
-
-def array_rank(t: Type) -> int | None:
-    """Rank of the float64 array that represents ``t``: ``Tensor N Float`` is N-D,
-    ``Vec`` of such a tensor one more (rectangular: checked where values enter)."""
-    if not isinstance(t, TTensor):
-        return None
-    if t.elem == FLOAT:
-        return t.rank
-    inner = array_rank(t.elem)
-    return None if inner is None or t.rank != 1 else inner + 1
-
-
-def _float_tensor(t: Type) -> bool:
-    return array_rank(t) is not None
 
 
 def _zeros(rank: int) -> str:
@@ -302,7 +265,7 @@ class LoopEmitter(TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitter):
             return
         types = [a.type for a in args]
         xs = [self.atom(a) for a in args]
-        if name == "sum" and (_float_tensor(types[0]) or types[0] == TTensor(1, INTEGER)) and types[0].rank == 1:
+        if name == "sum" and (float_tensor(types[0]) or types[0] == TTensor(1, INTEGER)) and types[0].rank == 1:
             return self.sum(t, xs[0], types[0].elem)
         code = _primitive(target, types, xs, e.type)
         if code is None:
@@ -315,7 +278,7 @@ class LoopEmitter(TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitter):
         size = self.atom(n)
         rank = len(n.type.elems) if isinstance(n.type, TTuple) else 1
         body_type = lam.body.type
-        nested = _float_tensor(body_type)
+        nested = float_tensor(body_type)
         if not (body_type in (FLOAT, INTEGER) or nested) or (nested and rank != 1):
             raise Unsupported(f"{name} of {body_type}", e.span)
         if name == "build" and nested:
@@ -346,7 +309,7 @@ class LoopEmitter(TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitter):
             inner.emit(f"{t}[{index[0]}] = _shaped({x}, {t}[{index[0]}])")
         elif name == "build":
             inner.emit(f"{t}[{', '.join(index)}] = {x}")
-        elif _float_tensor(body_type):  # first term: a copy; then added in place
+        elif float_tensor(body_type):  # first term: a copy; then added in place
             first = " and ".join(f"{i} == 0" for i in index)
             inner.emit(f"if {first}:")
             inner.indented().emit(f"{t} = {x}.copy()")
@@ -354,7 +317,7 @@ class LoopEmitter(TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitter):
             inner.indented().emit(f"{t} += _shaped({x}, {t})")
         else:
             inner.emit(f"{t} += {x}")
-        if name == "sumbuild" and _float_tensor(body_type):
+        if name == "sumbuild" and float_tensor(body_type):
             self.emit(f"if {size if rank == 1 else ' * '.join(f'{size}[{k}]' for k in range(rank))} == 0:")
             self.indented().emit('raise ValueError("sumbuild of no vectors")')
 
@@ -373,7 +336,7 @@ class LoopEmitter(TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitter):
         self.indented().emit(f"{t} += {v}[{k}]")
 
     def fold(self, t: str, lam: ir.Lam, init: ir.Expr, vec: ir.Expr) -> None:
-        if not (_float_tensor(vec.type) or int_array(vec.type)) or vec.type.rank != 1:
+        if not (float_tensor(vec.type) or int_array(vec.type)) or vec.type.rank != 1:
             raise Unsupported(f"fold over {vec.type}", vec.span)
         self.emit(f"{t} = {self.atom(init)}")
         v = self.atom(vec)
