@@ -97,13 +97,16 @@ class NumbaModuleSource(PyModuleSource):
         return entry.name
 
     def signature_of(self, d: ir.Def) -> Signature | None:
-        """The program's signature d is the def of (None: a def of its own, e.g. a test's)."""
+        """The program's signature whose def is d (None: a def of its own, e.g. a test's),
+        so that a recursive def is generated once, as its own callee."""
         arg = d.params[0].type if len(d.params) == 1 else TTuple(tuple(p.type for p in d.params))
         try:
             sig = self.hooks.functions.resolve(d.name, arg)
         except Exception:  # noqa: BLE001 - a name the program does not know
             return None
-        return sig if isinstance(sig, Signature) and sig.ret == d.ret else None
+        if not isinstance(sig, Signature) or sig.ret != d.ret:
+            return None
+        return sig if self.hooks.definition(sig) is d else None  # not another def of the same name
 
     def generate_def(self, d: ir.Def, fn: Function) -> str:
         """d's body as the function ``fn`` of d's parameters and the recursion budget ``_room``."""
