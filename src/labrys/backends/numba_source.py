@@ -19,7 +19,7 @@ construct and its position, and the def runs on the ``python`` backend.
 from __future__ import annotations
 
 from ..context import Limits
-from ..errors import Span
+from ..errors import LabrysError, Span
 from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.traverse import FreshNames, all_names, nodes
@@ -102,7 +102,7 @@ class NumbaModuleSource(PyModuleSource):
         arg = d.params[0].type if len(d.params) == 1 else TTuple(tuple(p.type for p in d.params))
         try:
             sig = self.hooks.functions.resolve(d.name, arg)
-        except Exception:  # noqa: BLE001 - a name the program does not know
+        except LabrysError:  # a name the program does not know
             return None
         if not isinstance(sig, Signature) or sig.ret != d.ret:
             return None
