@@ -14,11 +14,22 @@ failed assert, Integer division by zero, a size too large to allocate); the call
 ``python`` (compiled defs are pure), which reports the error exactly as the
 interpreter does.
 
+Note [Orchestration]
+~~~~~~~~~~~~~~~~~~~~
+``print`` writes through Python's ``sys.stdout`` (so output interleaves and
+is captured like any other), so a def that prints, or calls a function that
+does, runs its own body on ``python`` without a note: it orchestrates.  The
+user functions it calls are compiled, each through its own cell (the
+python backend reaches callees through the shared function table), so only
+the printing def's own statements run in Python; keep heavy loops in
+functions it calls.  This is not a fallback: nothing is noted.
+
 The disk cache of compiled modules is :mod:`labrys.backends.cache`
 (Note [Compile cache]); it never sends a def to ``python``.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable
 
 import numpy as np
@@ -27,12 +38,15 @@ from ..context import Limits
 from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.names import show_name
-from ..ir.types import BOOL, FLOAT, INTEGER, TTensor, TTuple, Type
+from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
 from ..memory import address_space_window
 from ..values import dense, make_vec
 from .boundary import fast_entry
 from .cache import compiled_function
-from .numba_source import NumbaModuleSource, Unsupported, array_rank
+from .numba_soa import soa_from_machine, soa_numba_type, soa_to_machine
+from .numba_source import NumbaModuleSource
+from .numba_sums import sum_from_machine, sum_to_machine
+from .numba_types import Orchestration, Unsupported, array_rank, is_soa
 from .python import PythonBackend, note
 
 
@@ -45,8 +59,14 @@ def numba_type(t: Type):
         return types.int64
     if t == BOOL:
         return types.boolean
+    if t == STRING:
+        return types.unicode_type
     if isinstance(t, TTuple):
         return types.Tuple(tuple(numba_type(e) for e in t.elems))
+    if isinstance(t, TSum):  # Note [Compiled sums]
+        return types.Tuple((types.boolean, numba_type(t.left), numba_type(t.right)))
+    if is_soa(t):  # Note [Struct of arrays]
+        return soa_numba_type(t, numba_type)
     if t.elem == INTEGER:
         return types.Array(types.int64, t.rank, "C")
     return types.Array(types.float64, array_rank(t), "C")
@@ -58,6 +78,8 @@ class Ragged(ValueError):
 
 def to_machine(t: Type) -> Callable[[Any], Any]:
     """Run-time value → the compiled representation (contiguous float64 arrays)."""
+    if is_soa(t):
+        return soa_to_machine(t, to_machine)
     if isinstance(t, TTensor) and t.elem == FLOAT:
         return lambda v: np.ascontiguousarray(dense(v), dtype=np.float64)
     if isinstance(t, TTensor) and t.elem == INTEGER:  # an object array of ints
@@ -73,7 +95,9 @@ def to_machine(t: Type) -> Callable[[Any], Any]:
                 raise Ragged("ragged")
             return np.stack(rows)
         return stack
-    if isinstance(t, TTuple) and any(isinstance(e, (TTensor, TTuple)) for e in t.elems):
+    if isinstance(t, TSum):
+        return sum_to_machine(t, to_machine(t.left), to_machine(t.right), array_rank)
+    if isinstance(t, TTuple) and any(isinstance(e, (TTensor, TTuple, TSum)) for e in t.elems):
         parts = [to_machine(e) for e in t.elems]
         return lambda v: tuple(f(x) for f, x in zip(parts, v))
     return lambda v: v
@@ -81,6 +105,10 @@ def to_machine(t: Type) -> Callable[[Any], Any]:
 
 def from_machine(t: Type) -> Callable[[Any], Any] | None:
     """The compiled representation → the run-time value (None: the same)."""
+    if is_soa(t):
+        return soa_from_machine(t, from_machine)
+    if isinstance(t, TSum):
+        return sum_from_machine(from_machine(t.left) or (lambda x: x), from_machine(t.right) or (lambda x: x))
     if isinstance(t, TTensor) and t.elem == INTEGER:
         return lambda a: make_vec(INTEGER, [int(x) for x in a.flat], a.shape)
     if isinstance(t, TTensor) and t.elem != FLOAT:
@@ -105,6 +133,10 @@ class CompiledBackend(PythonBackend):
             mod = NumbaModuleSource(self)
             entry = mod.add_def(d)
             text = mod.text()
+        except Orchestration:  # Note [Orchestration]
+            logging.getLogger("labrys.backends").debug("%s prints: runs on python, its callees compiled",
+                                                       show_name(d.name))
+            return PythonBackend.generate(self, d)
         except Unsupported as why:
             return self.fall_back(d, f"{why} is not supported by the compiled backend")
         try:

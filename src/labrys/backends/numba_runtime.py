@@ -4,6 +4,8 @@ generated modules, and given to each of them as globals: never through a
 Numba cache in the package's own folder, which may be read-only or damaged."""
 import inspect
 
+import numpy as _np
+
 
 def _idiv(_a, _b):
     if _b == 0:
@@ -44,6 +46,22 @@ def _argextremum(_v, _largest):
     return _best
 
 
+def _ranhashdoub(_seed):
+    """The Knossos runtime's hash of an Integer scaled to [0, 1), bit for bit as
+    ``labrys.prelude.misc.ranhashdoub`` (unsigned 64-bit arithmetic wraps)."""
+    _v = _np.uint64(_seed & 0x7FFFFFFFFFFFFFFF) | (_np.uint64(0x8000000000000000) if _seed < 0 else _np.uint64(0))
+    _v = _v * _np.uint64(3935559000370003845)
+    _v = _v + _np.uint64(2691343689449507681)
+    _v ^= _v >> _np.uint64(21)
+    _v ^= _v << _np.uint64(37)
+    _v ^= _v >> _np.uint64(4)
+    _v = _v * _np.uint64(4768777513237032717)
+    _v ^= _v << _np.uint64(20)
+    _v ^= _v >> _np.uint64(41)
+    _v ^= _v << _np.uint64(5)
+    return 5.42101086242752217e-20 * float(_v)
+
+
 def _shaped(_x, _like):
     """_x, checked to have _like's shape (NumPy would broadcast a size-1 axis)."""
     if _x.shape != _like.shape:
@@ -51,10 +69,10 @@ def _shaped(_x, _like):
     return _x
 
 
-NAMES = ("_idiv", "_checkindex", "_extremum", "_argextremum", "_shaped")
+NAMES = ("_idiv", "_checkindex", "_extremum", "_argextremum", "_ranhashdoub", "_shaped")
 
 
 def source() -> str:
     """The helpers as the module the cache compiles once per cache folder (Note [Compile cache])."""
-    return "from numba import njit as _njit\n" + "".join(
+    return "import numpy as _np\nfrom numba import njit as _njit\n" + "".join(
         f"\n\n@_njit(cache=_cache)\n{inspect.getsource(globals()[name])}" for name in NAMES)

@@ -5,7 +5,11 @@ It reuses the statement emitter of :mod:`labrys.backends.pysource` (and its
 Note [Generated names]); what differs is what a node may be and how calls
 become code.  Representations: Float / Integer / Bool are machine scalars
 (float64, int64, boolean), tuples are tuples, ``Tensor N Float`` is a
-C-contiguous float64 array.  ``build`` is a preallocated array filled by a
+C-contiguous float64 array, String a Numba string; sums are tagged tuples
+(:mod:`.numba_sums`), vectors of tuples structs of arrays (:mod:`.numba_soa`),
+``rfold`` two loops (:mod:`.numba_rfold`); user functions may recurse (Note
+[Compiled recursion]); a def that prints orchestrates (Note [Orchestration]
+in compiled.py).  ``build`` is a preallocated array filled by a
 loop, ``sumbuild`` and ``sum`` accumulate in a loop without allocating (a
 Float accumulator is a scalar; a vector accumulator is added into in
 place), ``fold`` is a loop over an accumulator.  A lambda may only appear as
@@ -14,16 +18,21 @@ construct and its position, and the def runs on the ``python`` backend.
 """
 from __future__ import annotations
 
-from ..errors import Span
+from ..context import Limits
+from ..errors import LabrysError, Span
 from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.traverse import FreshNames, all_names, nodes
-from ..ir.types import BOOL, FLOAT, INTEGER, TTensor, TTuple, Type
+from ..ir.types import FLOAT, INTEGER, TTensor, TTuple, Type
 from ..opt.anf import desugar_map
 from ..opt.fusion import fuse_loops
 from ..types.checker import Signature, check_def
 from ..types.primitives import Primitive
+from .numba_rfold import RFoldMixin
+from .numba_soa import SoaMixin
+from .numba_sums import SumMixin
 from .numba_tangents import SparseSum, TangentMixin, rebuild
+from .numba_types import Orchestration, Unsupported, array_rank, float_tensor, int_array, involves_soa, representable
 from .pysource import Emitter, Function, PyModuleSource
 
 HEADER = '''import math as _math
@@ -39,40 +48,25 @@ BUILTINS_USED = {"float", "range", "abs", "AssertionError", "IndexError", "Value
 MAX_LOOPS = 12  # CPython allows 20 statically nested blocks
 MAX_STATEMENTS = 2000  # Numba's compile time grows faster than linearly with function size
 MAX_NODES = 4 * MAX_STATEMENTS  # a def this big would exceed MAX_STATEMENTS: refused before generating
-MAX_TYPE_DEPTH = 32  # Numba's typing of nested tuples is superlinear in their depth
-
-
-class Unsupported(Exception):
-    def __init__(self, what: str, span: Span | None) -> None:
-        super().__init__(f"{what} at {span!r}" if span else what)
-
-
-def representable(t: Type, depth: int = 0) -> bool:
-    if t in (FLOAT, INTEGER, BOOL):
-        return True
-    if isinstance(t, TTuple):
-        return depth < MAX_TYPE_DEPTH and all(representable(e, depth + 1) for e in t.elems)
-    return array_rank(t) is not None or int_array(t)
-
-
-def int_array(t: Type) -> bool:
-    """``Tensor N Integer``: an int64 array (no arithmetic on it is compiled)."""
-    return isinstance(t, TTensor) and t.elem == INTEGER
-
-
-def array_rank(t: Type) -> int | None:
-    """Rank of the float64 array that represents ``t``: ``Tensor N Float`` is N-D,
-    ``Vec`` of such a tensor one more (rectangular: checked where values enter)."""
-    if not isinstance(t, TTensor):
-        return None
-    if t.elem == FLOAT:
-        return t.rank
-    inner = array_rank(t.elem)
-    return None if inner is None or t.rank != 1 else inner + 1
-
-
-def _float_tensor(t: Type) -> bool:
-    return array_rank(t) is not None
+MAX_ROOM = 100_000  # Note [Compiled recursion]
+def room() -> int:
+    """Note [Compiled recursion]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    Self- and mutual recursion compile as Numba functions calling each other
+    (Numba infers a recursive function's type from its non-recursive
+    branches).  Every generated function takes the recursion budget
+    ``_room`` last and passes ``_room - 1`` to the user functions it calls;
+    a function on a cycle of calls (found when its generation reaches itself
+    again) first checks ``_room > 0``.  The entry starts the budget at
+    ``--max-depth`` (at most 100,000: native frames live on the deep-stack
+    worker's 1 GiB stack, Note [Deep programs]); past it the call raises and
+    re-runs on ``python`` (Note [Compiled fallback]), which reports
+    ``recursion deeper than N`` exactly as the interpreter does, or finishes a
+    legitimately deeper recursion.  A module with a cycle is compiled without
+    Numba's disk cache: Numba's cached object code of a recursive function
+    crashes when loaded (numba/numba#6061), so such modules are compiled anew
+    in each process (small: recursive defs are scalar code)."""
+    return min(Limits.max_depth, MAX_ROOM)
 
 
 def _zeros(rank: int) -> str:
@@ -85,12 +79,43 @@ class NumbaModuleSource(PyModuleSource):
     def __init__(self, backend) -> None:
         super().__init__(backend)
         self.names: dict[int, tuple[str, int]] = {}  # id(signature) -> generated function, arity
-        self.active: set[int] = set()
+        self.active: list[int] = []  # callees being generated, outermost first
+        self.generated: dict[int, Function] = {}
+        self.cyclic: set[str] = set()  # generated functions on a cycle of calls
         self.direct: dict[int, list[str]] = {}  # Note [Nested accumulation]
 
     def add_def(self, d: ir.Def) -> str:
-        if any(k > MAX_NODES for k, _ in enumerate(nodes(d.body))):
-            raise Unsupported(f"a body of more than {MAX_NODES} nodes", d.span)
+        """The module's entry: a function of d's parameters that starts the recursion
+        budget (Note [Compiled recursion]) and calls d's body."""
+        sig = self.signature_of(d)
+        if sig is not None:
+            callee, n = self.user_function(sig, d.span)
+        else:
+            callee, n = self.generate_def(d, Function(self.fresh("fn"), [])), len(d.params)
+        entry = Function(self.fresh("fn"), [f"_a{k}" for k in range(n)])
+        entry.lines.append((f"    return {callee}({', '.join(entry.params + [str(room())])})", None))
+        self.functions.append(entry)
+        return entry.name
+
+    def signature_of(self, d: ir.Def) -> Signature | None:
+        """The program's signature whose def is d (None: a def of its own, e.g. a test's),
+        so that a recursive def is generated once, as its own callee."""
+        arg = d.params[0].type if len(d.params) == 1 else TTuple(tuple(p.type for p in d.params))
+        try:
+            sig = self.hooks.functions.resolve(d.name, arg)
+        except LabrysError:  # a name the program does not know
+            return None
+        if not isinstance(sig, Signature) or sig.ret != d.ret:
+            return None
+        return sig if self.hooks.definition(sig) is d else None  # not another def of the same name
+
+    def generate_def(self, d: ir.Def, fn: Function) -> str:
+        """d's body as the function ``fn`` of d's parameters and the recursion budget ``_room``."""
+        for k, x in enumerate(nodes(d.body)):
+            if isinstance(x, ir.Call) and x.func == "print":
+                raise Orchestration("print", x.span)
+            if k > MAX_NODES:
+                raise Unsupported(f"a body of more than {MAX_NODES} nodes", d.span)
         d = fuse_loops(self.without_map(d))  # Note [Fusing sum of build] in labrys.opt.fusion
         for p in d.params:
             if not representable(p.type):
@@ -98,8 +123,7 @@ class NumbaModuleSource(PyModuleSource):
         if not representable(d.ret):
             raise Unsupported(f"result of type {d.ret}", d.span)
         env: dict[str, str] = {}
-        fn = Function(self.fresh("fn"), [])
-        fn.params = [self.bind(env, p.name) for p in d.params]
+        fn.params = [self.bind(env, p.name) for p in d.params] + ["_room"]
         self.functions.append(fn)
         LoopEmitter(self, fn, env).tail(d.body)
         return fn.name
@@ -113,16 +137,28 @@ class NumbaModuleSource(PyModuleSource):
                          self.hooks.functions)
 
     def user_function(self, sig: Signature, span: Span | None) -> tuple[str, int]:
-        """The generated function for a callee, and its number of parameters."""
+        """The generated function for a callee, and its number of parameters (without ``_room``)."""
         key = id(sig)
-        if key in self.active:
-            raise Unsupported(f"recursive call of {show_name(sig.name)}", span)
+        if key in self.active:  # Note [Compiled recursion]
+            for member in self.active[self.active.index(key):]:
+                self.recursive(self.generated[member])
         if key not in self.names:
-            self.active.add(key)
             d = self.definition(sig, span)
-            self.names[key] = self.add_def(d), len(d.params)
-            self.active.discard(key)
+            fn = Function(self.fresh("fn"), [])
+            self.names[key], self.generated[key] = (fn.name, len(d.params)), fn
+            self.active.append(key)
+            try:
+                self.generate_def(d, fn)
+            finally:
+                self.active.pop()
         return self.names[key]
+
+    def recursive(self, fn: Function) -> None:
+        """fn is on a cycle of calls: it checks the recursion budget first."""
+        if fn.name not in self.cyclic:
+            self.cyclic.add(fn.name)
+            fn.lines[:0] = [("    if _room <= 0:", None),
+                            ('        raise ValueError("recursion deeper than the compiled budget")', None)]
 
     def definition(self, sig: Signature, span: Span | None) -> ir.Def:
         """The typed def a call runs: the program's, or the generated derived one."""
@@ -136,19 +172,33 @@ class NumbaModuleSource(PyModuleSource):
         if size > MAX_STATEMENTS:
             raise Unsupported(f"a body of {size} statements (more than {MAX_STATEMENTS})", None)
         out = [HEADER]
+        decorator = DECORATOR.replace("cache=_cache", "cache=False") if self.cyclic else DECORATOR
         for fn in self.functions:
-            out += ["", DECORATOR, f"def {fn.name}({', '.join(fn.params)}):"]
+            out += ["", decorator, f"def {fn.name}({', '.join(fn.params)}):"]
             out += [line for line, _ in fn.lines]
         return "\n".join(out) + "\n"
 
 
-class LoopEmitter(TangentMixin, Emitter):
+class LoopEmitter(TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitter):
     """Statements for Numba: loops instead of higher-order primitives."""
 
     mod: NumbaModuleSource
 
     def scoped(self, depth: int) -> "LoopEmitter":
         return LoopEmitter(self.mod, self.fn, dict(self.env), depth)
+
+    def outline(self, e: ir.Expr) -> str:
+        """Note [Deep nesting in generated code], passing the recursion budget on."""
+        names = sorted(self.mod.free_vars(e))
+        fn = Function(self.mod.fresh("out"), [])
+        env: dict[str, str] = {}
+        fn.params = [self.mod.bind(env, n) for n in names] + ["_room"]
+        self.mod.functions.append(fn)
+        LoopEmitter(self.mod, fn, env).tail(e)
+        t = self.mod.fresh()
+        args = [self.atom(ir.Var(n)) for n in names]
+        self.emit(f"{t} = {fn.name}({', '.join(args + ['_room'])})")
+        return t
 
     def atom(self, e: ir.Expr) -> str:
         if isinstance(e, ir.Var) and isinstance(self.env.get(e.name), SparseSum):
@@ -158,8 +208,8 @@ class LoopEmitter(TangentMixin, Emitter):
         return super().atom(e)
 
     def literal(self, value) -> str:
-        if isinstance(value, str):
-            raise Unsupported("a String", None)
+        if isinstance(value, str):  # a Numba unicode string
+            return repr(value)
         if isinstance(value, float) and value != value:
             return "_nan"
         if isinstance(value, float) and value in (float("inf"), float("-inf")):
@@ -176,6 +226,8 @@ class LoopEmitter(TangentMixin, Emitter):
                 self.call(t, e, func, arg)
             case ir.Tuple() | ir.Get() | ir.Assert():
                 super().assign(t, e)
+            case ir.Inj():
+                self.inject(t, e, array_rank)
             case _:
                 raise Unsupported(_WHAT.get(type(e), type(e).__name__), e.span)
 
@@ -190,9 +242,15 @@ class LoopEmitter(TangentMixin, Emitter):
             if parts is None:
                 a = self.atom(arg)
                 parts = [a] if n == 1 else [f"{a}[{k}]" for k in range(n)]
-            self.emit(f"{t} = {callee}({', '.join(parts)})")
+            self.emit(f"{t} = {callee}({', '.join(parts + ['_room - 1'])})")
             return
         name = target.name
+        if name == "print":
+            raise Orchestration("print", e.span)
+        if name == "rfold" and isinstance(args[0], ir.Lam) and isinstance(args[1], ir.Lam):
+            return self.rfold(t, args, e)
+        if involves_soa(e.type) or any(involves_soa(a.type) for a in args):  # Note [Struct of arrays]
+            return self.soa_call(t, name, args, e)
         if name in ("build", "sumbuild") and isinstance(args[1], ir.Lam):
             return self.loop(t, name, args[0], args[1], e)
         if name == "fold" and isinstance(args[0], ir.Lam):
@@ -211,7 +269,7 @@ class LoopEmitter(TangentMixin, Emitter):
             return
         types = [a.type for a in args]
         xs = [self.atom(a) for a in args]
-        if name == "sum" and (_float_tensor(types[0]) or types[0] == TTensor(1, INTEGER)) and types[0].rank == 1:
+        if name == "sum" and (float_tensor(types[0]) or types[0] == TTensor(1, INTEGER)) and types[0].rank == 1:
             return self.sum(t, xs[0], types[0].elem)
         code = _primitive(target, types, xs, e.type)
         if code is None:
@@ -224,7 +282,7 @@ class LoopEmitter(TangentMixin, Emitter):
         size = self.atom(n)
         rank = len(n.type.elems) if isinstance(n.type, TTuple) else 1
         body_type = lam.body.type
-        nested = _float_tensor(body_type)
+        nested = float_tensor(body_type)
         if not (body_type in (FLOAT, INTEGER) or nested) or (nested and rank != 1):
             raise Unsupported(f"{name} of {body_type}", e.span)
         if name == "build" and nested:
@@ -255,7 +313,7 @@ class LoopEmitter(TangentMixin, Emitter):
             inner.emit(f"{t}[{index[0]}] = _shaped({x}, {t}[{index[0]}])")
         elif name == "build":
             inner.emit(f"{t}[{', '.join(index)}] = {x}")
-        elif _float_tensor(body_type):  # first term: a copy; then added in place
+        elif float_tensor(body_type):  # first term: a copy; then added in place
             first = " and ".join(f"{i} == 0" for i in index)
             inner.emit(f"if {first}:")
             inner.indented().emit(f"{t} = {x}.copy()")
@@ -263,7 +321,7 @@ class LoopEmitter(TangentMixin, Emitter):
             inner.indented().emit(f"{t} += _shaped({x}, {t})")
         else:
             inner.emit(f"{t} += {x}")
-        if name == "sumbuild" and _float_tensor(body_type):
+        if name == "sumbuild" and float_tensor(body_type):
             self.emit(f"if {size if rank == 1 else ' * '.join(f'{size}[{k}]' for k in range(rank))} == 0:")
             self.indented().emit('raise ValueError("sumbuild of no vectors")')
 
@@ -282,7 +340,7 @@ class LoopEmitter(TangentMixin, Emitter):
         self.indented().emit(f"{t} += {v}[{k}]")
 
     def fold(self, t: str, lam: ir.Lam, init: ir.Expr, vec: ir.Expr) -> None:
-        if not (_float_tensor(vec.type) or int_array(vec.type)) or vec.type.rank != 1:
+        if not (float_tensor(vec.type) or int_array(vec.type)) or vec.type.rank != 1:
             raise Unsupported(f"fold over {vec.type}", vec.span)
         self.emit(f"{t} = {self.atom(init)}")
         v = self.atom(vec)
@@ -293,8 +351,7 @@ class LoopEmitter(TangentMixin, Emitter):
         inner.emit(f"{t} = {inner.atom(lam.body)}")
 
 
-_WHAT = {ir.Lam: "lambda", ir.App: "call of a function value", ir.Inj: "sum-type injection",
-         ir.Case: "case", ir.FnRef: "function reference (fn NAME)"}
+_WHAT = {ir.Lam: "lambda", ir.App: "call of a function value", ir.FnRef: "function reference (fn NAME)"}
 
 
 # Note [Compiled primitives]
@@ -306,7 +363,7 @@ _WHAT = {ir.Lam: "lambda", ir.App: "call of a function value", ir.Inj: "sum-type
 # tangent operations are this generator's own rules (:meth:`LoopEmitter.call`,
 # :mod:`.numba_tangents`) because they emit statements, not an expression.
 
-LOOPS = {"build", "sumbuild", "fold", "ts_sumbuild", "sum", "map", "map2"}  # LoopEmitter.call's own rules
+LOOPS = {"build", "sumbuild", "fold", "ts_sumbuild", "sum", "map", "map2", "rfold"}  # LoopEmitter.call's own rules
 TANGENT_OPERATIONS = {"ts_add", "ts_scale", "ts_neg", "ts_zero", "ts_dot", "dot", "ts_delta", "deltaVec"}
 
 
@@ -325,6 +382,15 @@ def _primitive(prim: Primitive, types: list[Type], xs: list[str], result: Type) 
     """Numba code for a primitive call on atoms ``xs`` of ``types``, or None."""
     if prim.numba is None or not all(representable(t) for t in types) or not representable(result):
         return None
+    if prim.elementwise and isinstance(result, TTuple):  # arithmetic on tuples: leaf by leaf
+        parts = []
+        for k, elem in enumerate(result.elems):
+            code = _primitive(prim, [t.elems[k] if isinstance(t, TTuple) else t for t in types],
+                              [f"{x}[{k}]" if isinstance(t, TTuple) else x for t, x in zip(types, xs)], elem)
+            if code is None:
+                return None
+            parts.append(f"({code})")
+        return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
     if prim.name != "index" and any(isinstance(t, TTuple) for t in types):
         return None
     return prim.numba(xs, types, result)

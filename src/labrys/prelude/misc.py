@@ -52,4 +52,4 @@ def ranhashdoub(seed: int) -> float:
 
 primitive("$ranhashdoub", lambda t: FLOAT if t == INTEGER else None, lambda t: ranhashdoub,
           "($ranhashdoub i): a deterministic pseudo-random Float in [0, 1) from an Integer seed "
-          "(the Knossos runtime's hash).", nondiff=True)
+          "(the Knossos runtime's hash).", nondiff=True, numba=lambda xs, types, res: f"_ranhashdoub({xs[0]})")

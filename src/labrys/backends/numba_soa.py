@@ -1,0 +1,140 @@
+"""Vectors of tuples for the ``compiled`` backend: a struct of arrays.
+
+    Γ ⊢ v : Vec (Tuple E1 … Ek)  ↦  (n : int64, ⟦Vec E1⟧, …, ⟦Vec Ek⟧)
+
+Note [Struct of arrays]
+~~~~~~~~~~~~~~~~~~~~~~~
+Numba arrays hold numbers, so a vector of tuples is a tuple of its length
+and one column per component: a Float or Integer component is a float64 /
+int64 array, a Float-vector component the usual array of one more rank
+(rectangular, checked where values enter), a tuple component a struct of
+arrays itself.  ``Vec (Tuple)`` (the tangent of a ``Vec Integer``) is just
+``(n,)``.  The length comes first so that a vector with no columns still
+has one.  One case per construct that reads or makes such a vector:
+
+    (size v)              ↦  v[0]
+    (index i v)           ↦  (v[1][i], …, v[k][i])          i checked against v[0]
+    (build n (lam i e))   ↦  columns allocated, then col_j[i] = e_j in one loop
+    (fold f a v)          ↦  a loop over i, the element as for index
+    ts_zero / ts_add / ts_scale / ts_neg of a Vec (Tuple)  ↦  its length (sizes checked)
+
+Every other operation on such a vector (arithmetic, equality, tangent
+operations, a build whose components are vectors, a nested ``Vec (Vec
+(Tuple …))``) raises :class:`Unsupported`: the def runs on ``python``
+with a note, never with a wrong layout.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..ir import nodes as ir
+from ..ir.types import FLOAT, INTEGER, TTensor, Type
+from ..values import dense, make_vec
+from .numba_types import UNITS, Unsupported, is_soa
+
+
+def element(t: TTensor, v: str, i: str) -> str:
+    """The element i of the struct of arrays v (of type t) as a tuple expression."""
+    parts = [element(TTensor(1, e), f"{v}[{k + 1}]", i) if is_soa(TTensor(1, e)) else f"{v}[{k + 1}][{i}]"
+             for k, e in enumerate(t.elem.elems)]
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+class SoaMixin:
+    """Methods of the Numba emitter for vectors of tuples (Note [Struct of arrays])."""
+
+    def soa_call(self, t: str, name: str, args: tuple[ir.Expr, ...], e: ir.Call) -> None:
+        if name == "size" and is_soa(args[0].type):
+            self.emit(f"{t} = {self.atom(args[0])}[0]")
+        elif name == "index" and is_soa(args[1].type):
+            i, v = self.atom(args[0]), self.atom(args[1])
+            k = self.mod.fresh("i")
+            self.emit(f"{k} = _checkindex({i}, {v}[0])")
+            self.emit(f"{t} = {element(args[1].type, v, k)}")
+        elif name == "build" and isinstance(args[1], ir.Lam) and is_soa(e.type) and args[0].type == INTEGER:
+            self.soa_build(t, args[0], args[1], e.type)
+        elif name == "fold" and isinstance(args[0], ir.Lam) and is_soa(args[2].type):
+            self.emit(f"{t} = {self.atom(args[1])}")
+            v, i = self.atom(args[2]), self.mod.fresh("i")
+            self.emit(f"for {i} in range({v}[0]):")
+            inner = self.indented()
+            inner.emit(f"{inner.mod.bind(inner.env, args[0].var)} = ({t}, {element(args[2].type, v, i)})")
+            inner.emit(f"{t} = {inner.atom(args[0].body)}")
+        elif e.type == UNITS and name in ("ts_zero", "ts_add", "ts_scale", "ts_neg"):
+            self.unit_tangent(t, name, [self.atom(a) for a in args], args)
+        else:
+            raise Unsupported(f"primitive {name} on {e.arg.type}", e.span)
+
+    def unit_tangent(self, t: str, name: str, xs: list[str], args: tuple[ir.Expr, ...]) -> None:
+        """The tangent of a ``Vec Integer`` is a ``Vec (Tuple)``: only its length is data."""
+        if name == "ts_zero":
+            x = xs[0]
+            self.emit(f"{t} = ({x}.shape[0],)" if args[0].type != UNITS else f"{t} = {x}")
+            return
+        if name == "ts_add":
+            self.emit(f"if {xs[0]}[0] != {xs[1]}[0]:")
+            self.indented().emit('raise ValueError("tensor sizes differ")')
+        self.emit(f"{t} = {xs[-1]}")
+
+    def soa_build(self, t: str, n: ir.Expr, lam: ir.Lam, vt: TTensor) -> None:
+        size = self.atom(n)
+        columns: list[tuple[str, str]] = []  # (column variable, path into the body's tuple)
+
+        def allocate(vt: TTensor, path: str) -> str:
+            parts = [size]
+            for k, e in enumerate(vt.elem.elems):
+                if is_soa(TTensor(1, e)):
+                    parts.append(allocate(TTensor(1, e), f"{path}[{k}]"))
+                    continue
+                if e not in (FLOAT, INTEGER):
+                    raise Unsupported(f"build of {vt.elem} (a component that is a vector)", lam.span)
+                col = self.mod.fresh("col")
+                self.emit(f"{col} = _np.empty({size}{', _np.int64' if e == INTEGER else ''})")
+                columns.append((col, f"{path}[{k}]"))
+                parts.append(col)
+            return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+        value = allocate(vt, "")
+        i = self.mod.fresh("i")
+        self.emit(f"for {i} in range({size}):")
+        inner = self.indented()
+        inner.emit(f"{inner.mod.bind(inner.env, lam.var)} = {i}")
+        x = inner.atom(lam.body)
+        for col, path in columns:
+            inner.emit(f"{col}[{i}] = {x}{path}")
+        self.emit(f"{t} = {value}")
+
+
+def soa_numba_type(t: TTensor, numba_type: Callable[[Type], Any]) -> Any:
+    from numba import types
+    return types.Tuple((types.int64, *(numba_type(TTensor(1, e)) for e in t.elem.elems)))
+
+
+def soa_to_machine(t: TTensor, to_machine: Callable[[Type], Callable]) -> Callable[[Any], Any]:
+    """A run-time vector of tuples → (n, columns…)."""
+    columns = [to_machine(TTensor(1, e)) for e in t.elem.elems]
+
+    def convert(v: Any) -> tuple:
+        items = list(dense(v))
+        return (len(items), *(c([x[k] for x in items]) for k, c in enumerate(columns)))
+    return convert
+
+
+def soa_from_machine(t: TTensor, from_machine: Callable[[Type], Callable | None]) -> Callable[[Any], Any]:
+    """(n, columns…) → a run-time vector of tuples."""
+    readers = []
+    for e in t.elem.elems:
+        back = from_machine(TTensor(1, e))
+        if e == FLOAT:
+            readers.append(lambda col: [float(x) for x in col])
+        elif back is None:  # an array of rows
+            readers.append(lambda col: list(col))
+        else:
+            readers.append(lambda col, back=back: list(dense(back(col))))
+
+    def convert(v: tuple) -> np.ndarray:
+        cols = [read(c) for read, c in zip(readers, v[1:])]
+        return make_vec(t.elem, [tuple(c[i] for c in cols) for i in range(v[0])])
+    return convert

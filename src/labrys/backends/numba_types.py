@@ -1,0 +1,67 @@
+"""What the ``compiled`` backend can represent: the types that have a machine
+representation (Notes [Compiled sums], [Struct of arrays]) and the reason a
+def is not compiled (:class:`Unsupported`), shared by the generator's modules."""
+from __future__ import annotations
+
+from ..errors import Span
+from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
+
+MAX_TYPE_DEPTH = 32  # Numba's typing of nested tuples is superlinear in their depth
+
+
+class Unsupported(Exception):
+    def __init__(self, what: str, span: Span | None) -> None:
+        super().__init__(f"{what} at {span!r}" if span else what)
+
+
+class Orchestration(Unsupported):
+    """The def prints (or calls a function that does): Note [Orchestration] in compiled.py."""
+
+
+def representable(t: Type, depth: int = 0) -> bool:
+    if t in (FLOAT, INTEGER, BOOL, STRING):
+        return True
+    if isinstance(t, TTuple):
+        return depth < MAX_TYPE_DEPTH and all(representable(e, depth + 1) for e in t.elems)
+    if isinstance(t, TSum):  # Note [Compiled sums]
+        return depth < MAX_TYPE_DEPTH and representable(t.left, depth + 1) and representable(t.right, depth + 1)
+    return array_rank(t) is not None or int_array(t) or is_soa(t)
+
+
+def int_array(t: Type) -> bool:
+    """``Tensor N Integer``: an int64 array (no arithmetic on it is compiled)."""
+    return isinstance(t, TTensor) and t.elem == INTEGER
+
+
+def array_rank(t: Type) -> int | None:
+    """Rank of the float64 array that represents ``t``: ``Tensor N Float`` is N-D,
+    ``Vec`` of such a tensor one more (rectangular: checked where values enter)."""
+    if not isinstance(t, TTensor):
+        return None
+    if t.elem == FLOAT:
+        return t.rank
+    inner = array_rank(t.elem)
+    return None if inner is None or t.rank != 1 else inner + 1
+
+
+def float_tensor(t: Type) -> bool:
+    return array_rank(t) is not None
+
+
+UNITS = TTensor(1, TTuple(()))  # Vec (Tuple): the tangent of a Vec Integer
+
+
+def is_soa(t: Type | None) -> bool:
+    """``Vec (Tuple …)`` whose components have columns (Note [Struct of arrays])."""
+    return isinstance(t, TTensor) and t.rank == 1 and isinstance(t.elem, TTuple) and \
+        all(column_ok(e) for e in t.elem.elems)
+
+
+def column_ok(e: Type) -> bool:
+    return e in (FLOAT, INTEGER) or array_rank(TTensor(1, e)) is not None or is_soa(TTensor(1, e))
+
+
+def involves_soa(t: Type | None) -> bool:
+    if isinstance(t, TTuple):
+        return any(involves_soa(e) for e in t.elems)
+    return is_soa(t)
