@@ -9,7 +9,7 @@ from .ad import REGISTRY, Derivations, Linker
 from .backends import Backend, make_backend
 from .backends.boundary import SLOW
 from .backends.interp import Interpreter, Slots
-from .context import run_scope
+from .context import Limits, run_scope
 from .errors import LabrysError, Source, Span
 from .ir import nodes as ir
 from .ir.names import DerivedName, Name, erase_types, show_name
@@ -138,7 +138,10 @@ class Module:
         self.derivatives: dict[tuple, Derivative] = {}  # labrys.grad & co: (method, id(sig), wrt) -> compiled once
 
     def fast_path(self, sig: Signature) -> Callable | None:
-        """The compiled code's fast entry for ``sig`` once it is compiled (None: the general path)."""
+        """The compiled code's fast entry for ``sig`` once it is compiled (None: the general path,
+        which also keeps a memory limit's guards, Note [Memory limit])."""
+        if Limits.max_memory is not None:
+            return None
         fast = self._fast.get(id(sig))
         if fast is None and self.backend.name == "compiled":
             if getattr(self.backend.cell(sig)[0], "lazy", False):
