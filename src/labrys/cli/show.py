@@ -31,7 +31,11 @@ def rule(title: str) -> None:
 def show(path: str, fn: str, stages: bool, derivation: str | None, optimise: bool, timings: bool = False) -> int:
     module = load(path, backend="interp")
     if not stages:
-        highlight(module.derive(derivation or "rev", fn, optimise=optimise).source)
+        derived = module.derive(derivation or "rev", fn, optimise=optimise)
+        terms = [s.text for s in module.derivations.derive(derived.derivation, derived.sig).stages if s.text]
+        if terms:  # a translation through another language (CL): its term, then the def it comes back as
+            sys.stdout.write(terms[-1] + "\n\n")
+        highlight(derived.source)
         return 0
     sig = module.derive(derivation or "rev", fn).sig
     shown: set[str] = set()
@@ -41,7 +45,7 @@ def show(path: str, fn: str, stages: bool, derivation: str | None, optimise: boo
                 continue
             shown.add(stage.title)
             rule(stage.title + (f"   [{stage.seconds * 1e3:.1f} ms]" if timings else ""))
-            highlight(show_decl(stage.d))
+            highlight(stage.text if stage.text is not None else show_decl(stage.d))
     return 0
 
 
