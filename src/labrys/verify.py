@@ -18,7 +18,7 @@ import numpy as np
 
 from . import checks
 from .ad import REGISTRY
-from .ad.derivation import Derivation
+from .ad.derivation import SAME_TYPE, Derivation
 from .api import Derivative, Function, Module
 from .checks import Comparison, floats
 from .cost import sized_value
@@ -38,6 +38,16 @@ EDGES = (0.0, 1.0, -1.0, 1e-8, 1e4)  # edge points: every Float set to one of th
 def algorithms() -> list[Derivation]:
     """The derivations verify checks: every implemented forward or reverse one."""
     return [d for d in REGISTRY if d.implemented and not d.internal and d.convention.direction]
+
+
+def translations() -> list[Derivation]:
+    """The same-type translations verify checks against f itself (``[CL f]`` computes f)."""
+    return [d for d in REGISTRY if d.implemented and not d.internal and d.convention is SAME_TYPE]
+
+
+def columns() -> list[str]:
+    """The cells of a row, in the order the table prints them."""
+    return [a.name for a in algorithms()] + [a.name for a in translations()] + ["agree"]
 
 
 def random_value(t: Type, rng: np.random.Generator, tangent: bool = False) -> Any:
@@ -154,16 +164,23 @@ def check_function(module: Module, sig: Signature, points: int = 3, tol: float =
             row.cells[alg.name] = Cell(None, detail=_where(exc))
     for alg in algs:
         row.cells.setdefault(alg.name, Cell(True))
+    same: dict[str, Callable] = {}
+    for alg in translations():
+        try:
+            same[alg.name] = _derived(module, alg.name, sig)
+            row.cells[alg.name] = Cell(True)
+        except LabrysError as exc:
+            row.cells[alg.name] = Cell(None, detail=_where(exc))
     row.cells["agree"] = Cell(True)
     if has_function(sig.ret):
-        for alg in algs:
+        for alg in algs + translations():
             row.cells[alg.name] = Cell(None, detail=f"a function-typed result ({sig.ret}) has no finite differences")
         del row.cells["agree"]
         return row
     try:
         first = random_value(sig.arg, rng)
     except LabrysError as exc:
-        for alg in algs:
+        for alg in algs + translations():
             row.cells[alg.name] = Cell(None, detail=str(exc.message))
         del row.cells["agree"]
         return row
@@ -174,7 +191,7 @@ def check_function(module: Module, sig: Signature, points: int = 3, tol: float =
             x = candidates.pop(0)
         else:
             x, tries = random_value(sig.arg, rng), tries + 1
-        status = _check_point(row, f, derived, algs, x, rng, tol, agree_tol)
+        status = _check_point(row, f, derived, algs, x, rng, tol, agree_tol, same)
         row.points.append(Point(_short(x), status[1], status[0]))
         if status[0] == "checked" and len(row.points) > n_edges:
             checked += 1
@@ -191,7 +208,8 @@ def check_function(module: Module, sig: Signature, points: int = 3, tol: float =
 
 
 def _check_point(row: Row, f: Callable, derived: dict[str, Callable], algs: list[Derivation], x: Any,
-                 rng: np.random.Generator, tol: float, agree_tol: float) -> tuple[str, float]:
+                 rng: np.random.Generator, tol: float, agree_tol: float,
+                 same: dict[str, Callable] | None = None) -> tuple[str, float]:
     """Check every algorithm at x; "checked", or why x was skipped; and the step used."""
     where = _short(x)
     try:
@@ -201,6 +219,19 @@ def _check_point(row: Row, f: Callable, derived: dict[str, Callable], algs: list
     fx = floats(y)
     if not checks.finite(fx):
         return f"f is {checks.non_finite(fx)} at x", 0.0
+    for name, call in (same or {}).items():  # a translation computes f: the same Floats, to rounding
+        cell = row.cells[name]
+        if cell.ok is not True:
+            continue
+        try:
+            out = floats(call(x))
+        except LabrysError as exc:
+            cell.fail(_where(exc))
+            continue
+        if out.shape != fx.shape:
+            cell.fail(f"{out.size} Floats, f gives {fx.size} at x = {where}")
+            continue
+        cell.record(checks.compare(out, fx, agree_tol), where, "vs f: ")
     dx = checks.scale_tangent(_tangent_like(x, rng), x)
     dy = _tangent_like(y, rng)
     diffs = checks.finite_differences(f, x, dx, fx)

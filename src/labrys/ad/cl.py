@@ -14,9 +14,13 @@ function g stays a call of g.
 """
 from __future__ import annotations
 
-from ..cl import check_def, from_cl, show_def, to_cl
+from typing import Callable
+
+from ..cl import CLDef, check_def, from_cl, show_def, to_cl
 from ..errors import LabrysError
 from ..ir import nodes as ir
+from ..ir.names import erase_types
+from ..types.checker import Signature
 from ..types.primitives import Primitive
 from . import knossos
 from .pipeline import Pass, Work
@@ -30,6 +34,7 @@ def _to_cl(d: ir.Def, work: Work) -> ir.Def:
     except LabrysError as exc:
         raise LabrysError(f"internal: the CL conversion made an ill-typed term: {exc.message}", d.span) from None
     work.notes["cl"] = cl
+    work.generator.memo.setdefault("cl", {})[(erase_types(d.name), d.arg_type)] = cl
     return d
 
 
@@ -44,6 +49,21 @@ def _shows(work: Work) -> str:
 PIPELINE = (knossos.ANF,
             Pass("cl", "The CL term C⟦f⟧ (Ellis et al. Fig. 10, pruned; typed by Fig. 11)", _to_cl, shows=_shows),
             Pass("from-cl", "Converted back from CL: [CL f]", _back))
+
+
+def cl_defs(derivations) -> Callable[[Signature], CLDef | None]:
+    """The CL def of each user function of one program (``labrys.ad.derive.Derivations``),
+    made on demand; None for a function outside CL (an edef, a higher-order function, …).
+    What :func:`labrys.cl.run_def` needs to run a CL program."""
+    def defs(sig: Signature) -> CLDef | None:
+        if not isinstance(sig.decl, ir.Def):
+            return None
+        try:
+            derivations.derive("CL", sig)
+        except LabrysError:
+            return None
+        return derivations.memo["cl"].get((erase_types(sig.name), sig.arg))
+    return defs
 
 
 def signature(s, t):

@@ -32,7 +32,7 @@ from ..ir.names import Name
 from ..ir.traverse import FreshNames
 from ..ir.types import INTEGER, TTensor, TTuple, Type
 from ..types.checker import Functions
-from ..util.deep import deep
+from ..util.deep import deep, gc_paused
 from .syntax import Assert, Build, CLDef, Comp, Fold, Func, Identity, If, Konst, Let, Prune, Term, Tup, projection_index
 from .typing import UNIT, Checker, extend, index_type
 
@@ -169,6 +169,7 @@ def wrap(out: list, body: ir.Expr) -> ir.Expr:
 
 
 @deep
+@gc_paused
 def from_cl(d: CLDef, name: Name, functions: Functions, span: Span | None = None) -> ir.Def:
     """The def ``name`` computing what ``d`` computes, with d's parameters."""
     params = tuple(ir.Param(x, t) for x, t in d.params)

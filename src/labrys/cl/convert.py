@@ -39,7 +39,7 @@ from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.traverse import FreshNames, all_names, free_vars, free_vars_table
 from ..ir.types import Type
-from ..util.deep import deep
+from ..util.deep import deep, gc_paused
 from .syntax import Assert, Build, CLDef, Fold, Func, I, If, Konst, Let, Prune, Term, Tup, comp, projection
 
 LOOPS = ("build", "sumbuild", "fold")
@@ -143,6 +143,7 @@ class Converter:
 
 
 @deep
+@gc_paused
 def convert(e: ir.Expr, gamma: tuple[tuple[str, Type], ...], fresh: FreshNames | None = None,
             span: Span | None = None) -> Term:
     """C⟦e⟧Γ of a typed first-order expression (Γ a tuple of (name, type))."""

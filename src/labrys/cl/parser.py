@@ -12,7 +12,7 @@ from ..errors import LabrysError, Source, Span
 from ..ir.types import BOOL, FLOAT, INTEGER, STRING
 from ..syntax.parser import parse_name
 from ..syntax.sexpr import Atom, read
-from ..util.deep import deep
+from ..util.deep import deep, gc_paused
 from .syntax import Assert, Build, Fold, Func, I, If, Konst, Let, Prune, Term, Tup, comp
 
 _TOKEN = re.compile(r"\s*(?:(?P<word>[A-Za-z_][A-Za-z0-9_$']*)|(?P<int>[0-9]+)|(?P<punct>[()\[\],;/]))")
@@ -65,12 +65,16 @@ class _Parser:
             k += 1
         raise self.error(f"CL: unclosed {what}", start)
 
-    def sexpr(self, what: str) -> Atom:
+    def sexpr(self, what: str, parse=lambda x: x):
+        """``parse`` of the one `.ks` s-expression up to the closing parenthesis."""
         text, start = self.raw(what)
-        items = read(Source(self.src.name, " " * start + text))  # keeps positions in the file
-        if len(items) != 1:
-            raise self.error(f"CL: expected one {what}", start)
-        return items[0]
+        try:
+            items = read(Source(self.src.name, text))
+            if len(items) != 1:
+                raise self.error(f"CL: expected one {what}", start)
+            return parse(items[0])
+        except LabrysError as exc:  # positioned in the CL text
+            raise self.error(exc.message, start) from None
 
     def term(self) -> Term:
         parts = [self.atom()]
@@ -113,10 +117,9 @@ class _Parser:
             return Prune(tuple(picks), n)
         self.take("(")
         if tok == "K":
-            x = self.sexpr("constant")
-            return self.konst(x)
+            return self.sexpr("constant", self.konst)
         if tok == "F":
-            return Func(parse_name(self.sexpr("function name")))
+            return Func(self.sexpr("function name", parse_name))
         if tok == "IF":
             c, t, e = self.term(), self.comma_term(), self.comma_term()
             out: Term = If(c, t, e)
@@ -163,6 +166,7 @@ class _Parser:
 
 
 @deep
+@gc_paused
 def parse(text: str, filename: str = "<cl>") -> Term:
     """The CL term written in ``text``."""
     p = _Parser(text, filename)

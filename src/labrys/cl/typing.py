@@ -29,7 +29,7 @@ from ..ir.names import show_name
 from ..ir.types import BOOL, INTEGER, TTensor, TTuple, Type
 from ..types.checker import Functions, Signature
 from ..types.primitives import Primitive
-from ..util.deep import deep
+from ..util.deep import deep, gc_paused
 from .printer import show
 from .syntax import Assert, Build, CLDef, Comp, Fold, Func, Identity, If, Konst, Let, Prune, Term, Tup, projection_index
 
@@ -138,6 +138,7 @@ class Checker:
 
 
 @deep
+@gc_paused
 def infer(c: Term, s: Type, functions: Functions, span: Span | None = None) -> Type:
     """Σ ⊢ c : S ⇒ T: the T (Fig. 11), or a LabrysError saying which rule fails."""
     return Checker(functions, span).infer(c, s)
