@@ -12,6 +12,7 @@ implementation guide's fixes), with pruning:
     C⟦build e_s (λi.e_e)⟧Γ      = B(C⟦e_s⟧Γ, i, C⟦e_e⟧(Γ, i:ℕ))
     C⟦sumbuild e_s (λi.e_e)⟧Γ   = B(C⟦e_s⟧Γ, i, C⟦e_e⟧(Γ, i:ℕ)) ; F(sum)
     C⟦fold (λx.e_f) e_a e_v⟧Γ   = FOLD(x, C⟦e_f⟧(Γ, x:(A,E)), C⟦e_a⟧Γ, C⟦e_v⟧Γ)
+    C⟦map (λx.e) v⟧Γ            = C⟦let vs = v in build (size vs) (λi. let x = vs[i] in e)⟧Γ
     C⟦assert e_c e_b⟧Γ          = ASSERT(C⟦e_c⟧Γ, C⟦e_b⟧Γ)
     C⟦let (x₁ … xₘ) = e_r in e_b⟧Γ = L(p, C⟦e_r⟧Γ, C⟦let x₁ = get$1$m(p) … in e_b⟧(Γ, p))
 
@@ -38,11 +39,15 @@ from ..errors import LabrysError, Span
 from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.traverse import FreshNames, all_names, free_vars, free_vars_table
-from ..ir.types import Type
+from ..ir.types import INTEGER, TLam, TTensor, TTuple, Type
 from ..util.deep import deep, gc_paused
 from .syntax import Assert, Build, CLDef, Fold, Func, I, If, Konst, Let, Prune, Term, Tup, comp, projection
 
-LOOPS = ("build", "sumbuild", "fold")
+LOOPS = ("build", "sumbuild", "fold", "map")
+
+
+def _is_vec(t: Type | None) -> bool:
+    return isinstance(t, TTensor) and t.rank == 1
 
 
 def _outside(what: str, span: Span | None) -> LabrysError:
@@ -124,7 +129,22 @@ class Converter:
             lam, init, vec = elems
             return Fold(lam.var, self.expr(lam.body, (*names, lam.var), (*types, lam.var_type)),
                         self.expr(init, names, types), self.expr(vec, names, types))
+        if e.func == "map" and len(elems) == 2 and isinstance(elems[0], ir.Lam) and _is_vec(elems[1].type):
+            return self.expr(self.map_as_build(e), names, types, True)
         raise _outside(f"function arguments: ({e.func} …) with a lambda in this position", span)
+
+    def map_as_build(self, e: ir.Call) -> ir.Expr:
+        """(map (lam (x : A) b) v)  ↦  (let (vs v) (build (size vs) (lam (i : Integer) (let (x (index i vs)) b)))):
+        the ANF pass rewrites a map so, except one whose vector a rewritten map made (it is untyped there)."""
+        (lam, v), t = e.arg.elems, e.arg.elems[1].type
+        vs, i = self.fresh("v"), self.fresh("i")
+        item = ir.Call("index", ir.Tuple((ir.Var(i, type=INTEGER), ir.Var(vs, type=t)), type=TTuple((INTEGER, t))),
+                       type=t.elem)
+        body = ir.Let(lam.var, item, lam.body, type=lam.body.type)
+        size = ir.Call("size", ir.Var(vs, type=t), type=INTEGER)
+        build = ir.Call("build", ir.Tuple((size, ir.Lam(i, INTEGER, body, type=TLam(INTEGER, body.type)))),
+                        type=e.type)
+        return ir.Let(vs, v, build, type=e.type, span=e.span)
 
     def pattern_let(self, binder: tuple[str, ...], rhs: ir.Expr, body: ir.Expr, names, types) -> Term:
         p = self.fresh("p")
