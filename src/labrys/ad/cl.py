@@ -55,14 +55,18 @@ def cl_defs(derivations) -> Callable[[Signature], CLDef | None]:
     """The CL def of each user function of one program (``labrys.ad.derive.Derivations``),
     made on demand; None for a function outside CL (an edef, a higher-order function, …).
     What :func:`labrys.cl.run_def` needs to run a CL program."""
+    made: dict[int, CLDef | None] = {}
+
     def defs(sig: Signature) -> CLDef | None:
-        if not isinstance(sig.decl, ir.Def):
-            return None
-        try:
-            derivations.derive("CL", sig)
-        except LabrysError:
-            return None
-        return derivations.memo["cl"].get((erase_types(sig.name), sig.arg))
+        if id(sig) not in made:
+            made[id(sig)] = None
+            if isinstance(sig.decl, ir.Def):
+                try:
+                    derivations.derive("CL", sig)
+                    made[id(sig)] = derivations.memo["cl"].get((erase_types(sig.name), sig.arg))
+                except LabrysError:
+                    pass
+        return made[id(sig)]
     return defs
 
 

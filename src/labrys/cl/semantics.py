@@ -49,6 +49,7 @@ class Machine:
                  span: Span | None = None) -> None:
         self.functions, self.defs, self.external, self.span = functions, defs, external, span
         self.prims: dict[tuple, tuple[Callable, Type]] = {}
+        self.users: dict[tuple, tuple[Signature, CLDef | None]] = {}
         self.body_types: dict[tuple, Type] = {}
 
     def call(self, name, v: Any, s: Type) -> tuple[Any, Type, Term | None]:
@@ -60,12 +61,17 @@ class Machine:
         if key in self.prims:
             impl, t = self.prims[key]
             return self._prim(name, impl, v), t, None
+        if key in self.users:
+            target, d = self.users[key]
+            return (None, target.ret, d.body) if d is not None else (self.external(target, v), target.ret, None)
         target = self.functions.resolve(name, s)
         if isinstance(target, Primitive):
             self.prims[key] = (target.impl(s), target.typeof(s))
             return self.call(name, v, s)
         if isinstance(target, Signature):
             d = self.defs(target)
+            if d is not None or self.external is not None:
+                self.users[key] = (target, d)
             if d is not None:
                 return None, target.ret, d.body
             if self.external is None:
