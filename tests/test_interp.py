@@ -432,12 +432,19 @@ def test_gdef_lines_are_accepted():
     assert m.sumsq([1.0, 2.0]) == 5.0
 
 
-@pytest.mark.parametrize("derivation", ["CL"])
-def test_gdef_of_a_registered_but_unimplemented_derivation_is_a_check_time_error(derivation):
-    text = f"(def f Float ((x : Float) (y : Float)) (mul x (sin y)))\n(gdef {derivation} [f (Tuple Float Float)])\n"
-    with pytest.raises(LabrysError) as err:
-        load(text)
-    assert f"<string>:2:1: error: gdef {derivation}: derivation '{derivation}'" in str(err.value)
+def test_gdef_of_a_registered_but_unimplemented_derivation_is_a_check_time_error():
+    from labrys.ad import REGISTRY
+    from labrys.ad.derivation import ELLIS, FIRST_ORDER, SAME_TYPE, Derivation
+
+    REGISTRY.register(Derivation("planned", "a planned derivation", "Tests", ELLIS, "§0", SAME_TYPE, FIRST_ORDER,
+                                 lambda s, t: (s, t)))
+    try:
+        text = "(def f Float ((x : Float) (y : Float)) (mul x (sin y)))\n(gdef planned [f (Tuple Float Float)])\n"
+        with pytest.raises(LabrysError) as err:
+            load(text)
+    finally:
+        REGISTRY.unregister("planned")
+    assert "<string>:2:1: error: gdef planned: derivation 'planned'" in str(err.value)
     assert "not implemented yet" in str(err.value)
 
 

@@ -68,7 +68,7 @@ def test_labrys_algorithms_lists_every_derivation(capsys):
     assert main(["algorithms", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["name"] for r in rows] == [d.name for d in REGISTRY]
-    assert {r["status"] for r in rows} == {"implemented", "planned"}
+    assert "implemented" in {r["status"] for r in rows} <= {"implemented", "planned"}
     assert main(["algorithms"]) == 0
     text = capsys.readouterr().out
     assert "Krawiec" in text and "Vákár & Smeding (2022)" in text and "seed" not in text
@@ -278,7 +278,7 @@ def test_every_pass_of_every_algorithm_makes_well_typed_code(path, monkeypatch):
 # --- 6. layers import only downward; backends know nothing of AD ------------------------------
 
 LAYERS = [{"errors", "context", "memory", "util", "version"}, {"ir"}, {"values", "syntax"}, {"types"}, {"prelude"},
-          {"opt"}, {"ad"}, {"backends"},
+          {"opt"}, {"cl"}, {"ad"}, {"backends"},
           {"api", "transforms", "cost", "verify", "verify_points", "checks", "adbench", "bench", "cli", "__init__",
            "__main__"}]
 

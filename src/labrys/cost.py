@@ -16,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .ad import REGISTRY
+from .ad.derivation import SAME_TYPE
 from .api import Derivative, Module
 from .context import METER
 from .errors import LabrysError
@@ -109,9 +110,11 @@ def measure(module: Module, name: str, derivations: list[str], sizes: list[int],
         raise LabrysError(f"{name} is overloaded: name one, e.g. '[{name} Float]'")
     sig = f.sigs[0]
     for d in derivations:
-        if REGISTRY.get(d).convention.direction is None:
+        conv = REGISTRY.get(d).convention
+        if conv.direction is None and conv is not SAME_TYPE:
             raise LabrysError(f"cost needs a forward or reverse derivation ({', '.join(REGISTRY.names('forward'))}; "
-                              f"{', '.join(REGISTRY.names('reverse'))}), not '{d}'")
+                              f"{', '.join(REGISTRY.names('reverse'))}) or a translation that computes f "
+                              f"(such as CL), not '{d}'")
     derived = [(d, Derivative(module, d, sig)) for d in derivations]
     primal_code = module.interpreter.cell(sig)
     report = CostReport(name, list(sizes), Curve("primal"), [Curve(d) for d in derivations])
@@ -124,10 +127,13 @@ def measure(module: Module, name: str, derivations: list[str], sizes: list[int],
         report.primal.ops.append(max(ops, 1))
         report.primal.seconds.append(secs)
         for (d, deriv), curve in zip(derived, report.derived):
-            t = sig.arg if REGISTRY.get(d).convention.direction == "forward" else sig.ret
-            extra = from_python(sized_value(tangent_type(t), n, rng, tangent=True), tangent_type(t))
             code = module.interpreter.compile_def(deriv.d)
-            ops, secs = run_deep(partial(_timed, code, (x, extra)))
+            if REGISTRY.get(d).convention is SAME_TYPE:  # [CL f] takes f's argument
+                ops, secs = run_deep(partial(_timed, code, x))
+            else:
+                t = sig.arg if REGISTRY.get(d).convention.direction == "forward" else sig.ret
+                extra = from_python(sized_value(tangent_type(t), n, rng, tangent=True), tangent_type(t))
+                ops, secs = run_deep(partial(_timed, code, (x, extra)))
             curve.ops.append(max(ops, 1))
             curve.seconds.append(secs)
     return report

@@ -20,7 +20,7 @@ import numpy as np
 
 from . import checks
 from .ad import REGISTRY
-from .ad.derivation import Derivation
+from .ad.derivation import SAME_TYPE, Derivation
 from .api import Derivative, Function, Module
 from .checks import Comparison, floats
 from .errors import LabrysError
@@ -39,6 +39,16 @@ AGREE_TOL = 1e-9     # relative to the magnitudes summed, beyond the measured ro
 def algorithms() -> list[Derivation]:
     """The derivations verify checks: every implemented forward or reverse one."""
     return [d for d in REGISTRY if d.implemented and not d.internal and d.convention.direction]
+
+
+def translations() -> list[Derivation]:
+    """The same-type translations verify checks against f itself (``[CL f]`` computes f)."""
+    return [d for d in REGISTRY if d.implemented and not d.internal and d.convention is SAME_TYPE]
+
+
+def columns() -> list[str]:
+    """The cells of a row, in the order the table prints them."""
+    return [a.name for a in algorithms()] + [a.name for a in translations()] + ["agree"]
 
 
 @dataclass
@@ -109,20 +119,27 @@ def check_function(module: Module, sig: Signature, points: int = 3, tol: float =
             row.cells[alg.name] = Cell(None, detail=_where(exc))
     for alg in algs:
         row.cells.setdefault(alg.name, Cell(True))
+    same: dict[str, Callable] = {}
+    for alg in translations():
+        try:
+            same[alg.name] = _derived(module, alg.name, sig)
+            row.cells[alg.name] = Cell(True)
+        except LabrysError as exc:
+            row.cells[alg.name] = Cell(None, detail=_where(exc))
     row.cells["agree"] = Cell(True)
     if has_function(sig.ret):
-        for alg in algs:
+        for alg in algs + translations():
             row.cells[alg.name] = Cell(None, detail=f"a function-typed result ({sig.ret}) has no finite differences")
         del row.cells["agree"]
         return row
     try:
         first = random_value(sig.arg, rng)
     except LabrysError as exc:
-        for alg in algs:
+        for alg in algs + translations():
             row.cells[alg.name] = Cell(None, detail=str(exc.message))
         del row.cells["agree"]
         return row
-    sweep = functools.partial(_sweep, row, f, derived, algs, rng, tol, agree_tol, points, edges)
+    sweep = functools.partial(_sweep, row, f, derived, algs, rng, tol, agree_tol, points, edges, same)
     sweep(first, lambda: random_value(sig.arg, rng))
     if row.points and all(p.status.startswith("f fails at x") for p in row.points):
         for what, template in shapes(module, sig, rng):  # Note [Shapes the function accepts]
@@ -144,7 +161,8 @@ def check_function(module: Module, sig: Signature, points: int = 3, tol: float =
 
 
 def _sweep(row: Row, f: Callable, derived: dict[str, Callable], algs: list[Derivation], rng: np.random.Generator,
-           tol: float, agree_tol: float, points: int, edges: bool, first: Any, draw: Callable[[], Any]) -> None:
+           tol: float, agree_tol: float, points: int, edges: bool, same: dict[str, Callable], first: Any,
+           draw: Callable[[], Any]) -> None:
     """The edge points of ``first``'s shape, then random points from ``draw`` until
     ``points`` of them are checked (at most 10 times as many tries)."""
     candidates = [with_floats(first, e) for e in EDGES] if edges and floats(first).size else []
@@ -155,14 +173,15 @@ def _sweep(row: Row, f: Callable, derived: dict[str, Callable], algs: list[Deriv
             x = candidates.pop(0)
         else:
             x, tries = draw(), tries + 1
-        status = _check_point(row, f, derived, algs, x, rng, tol, agree_tol)
+        status = _check_point(row, f, derived, algs, x, rng, tol, agree_tol, same)
         row.points.append(Point(_short(x), status[1], status[0]))
         if status[0] == "checked" and not edge:
             checked += 1
 
 
 def _check_point(row: Row, f: Callable, derived: dict[str, Callable], algs: list[Derivation], x: Any,
-                 rng: np.random.Generator, tol: float, agree_tol: float) -> tuple[str, float]:
+                 rng: np.random.Generator, tol: float, agree_tol: float,
+                 same: dict[str, Callable] | None = None) -> tuple[str, float]:
     """Check every algorithm at x; "checked", or why x was skipped; and the step used."""
     where = _short(x)
     try:
@@ -172,6 +191,19 @@ def _check_point(row: Row, f: Callable, derived: dict[str, Callable], algs: list
     fx = floats(y)
     if not checks.finite(fx):
         return f"f is {checks.non_finite(fx)} at x", 0.0
+    for name, call in (same or {}).items():  # a translation computes f: the same Floats, to rounding
+        cell = row.cells[name]
+        if cell.ok is not True:
+            continue
+        try:
+            out = floats(call(x))
+        except LabrysError as exc:
+            cell.fail(_where(exc))
+            continue
+        if out.shape != fx.shape:
+            cell.fail(f"{out.size} Floats, f gives {fx.size} at x = {where}")
+            continue
+        cell.record(checks.compare(out, fx, agree_tol), where, "vs f: ")
     dx = checks.scale_tangent(tangent_like(x, rng), x)
     dy = tangent_like(y, rng)
     diffs = checks.finite_differences(f, x, dx, fx)

@@ -12,6 +12,10 @@ or a result of the wrong type is reported at the pass that made it.  With
 linting on (tests, ``--debug``, ``LABRYS_LINT=1``) the driver also compares
 the types a pass wrote on nodes itself with the ones the checker infers.
 
+A pass with ``shows`` makes a stage in another language (a CL term): it
+returns its input def unchanged, keeps what it made in ``work.notes``, and the
+stage prints ``shows(work)``.
+
 A *view* pass (``view=True``) makes a stage that is shown but is not on the
 path to the result, e.g. the optimised and transposed Jacobians of the 2019
 Knossos Demo; views run only when the stages are asked for.  A pass reads the
@@ -43,6 +47,7 @@ class Pass:
     run: Callable[[ir.Def, "Work"], ir.Def]
     source: str | None = None
     view: bool = False
+    shows: Callable[["Work"], str] | None = None  # the stage is printed as this text, not as .ks
 
 
 @dataclass
@@ -64,6 +69,7 @@ class Stage:
     d: ir.Def
     seconds: float
     view: bool = False
+    text: str | None = None  # what `show --stages` prints instead of the def (a term of another language)
 
 
 @dataclass(frozen=True)
@@ -98,7 +104,8 @@ def run_pipeline(passes: tuple[Pass, ...], d: ir.Def, work: Work, views: bool = 
         source = p.source or (order[-1] if p.view else current)
         out = typed(p.run(stages[source].d, work), work.functions, p.name, lint)
         title = p.title(work) if callable(p.title) else p.title
-        stages[p.name] = Stage(p.name, title, out, time.perf_counter() - start, p.view)
+        stages[p.name] = Stage(p.name, title, out, time.perf_counter() - start, p.view,
+                               p.shows(work) if p.shows else None)
         order.append(p.name)
         if not p.view:
             current = p.name

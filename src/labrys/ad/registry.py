@@ -28,7 +28,20 @@ from ..ir import nodes as ir
 from ..ir.types import Type
 from ..types.checker import Functions, Signature, check_def
 from ..types.primitives import Primitive
-from . import activity, chad, chad_types, deltarev, deltarev1, deltarev2, dual_numbers, dualfwd, knossos, shape, split
+from . import (
+    activity,
+    chad,
+    chad_types,
+    cl,
+    deltarev,
+    deltarev1,
+    deltarev2,
+    dual_numbers,
+    dualfwd,
+    knossos,
+    shape,
+    split,
+)
 from .derivation import (
     ELLIS,
     FIRST_ORDER,
@@ -176,8 +189,8 @@ REGISTRY = Registry((
              split.reverse_signature, split.REVERSE_PIPELINE, compiled=False, **split.STRATEGIES),
     _knossos("sufrev", "split reverse mode: the two passes", SPLIT, REV, knossos.rev_signature,
              split.SUFREV_PIPELINE, compiled=False, **split.STRATEGIES),
-    _knossos("CL", "conversion to the categorical combinator language and back", "§6, Figs 9–11", SAME_TYPE,
-             lambda s, t: (s, t)),
+    Derivation("CL", "conversion to the categorical combinator language and back", "Knossos", ELLIS,
+               "§6, Figs 9–11", SAME_TYPE, FIRST_ORDER, cl.signature, cl.PIPELINE, treats=cl.treats),
     Derivation("shape", "the sizes of the result without its values", "Knossos", ELLIS,
                "the Knossos compiler (docs/reference.md §3)", SHAPE, WHOLE_LANGUAGE, shape.signature, shape.PIPELINE,
                treats=shape.treats),

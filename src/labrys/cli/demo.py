@@ -37,5 +37,9 @@ def run_demo(source: str, backend: str | None = None) -> int:
               f"   {entry.paper.short()}")
     _rule("Krawiec et al.'s monadic translation [delta sqnorm] (labrys show FILE sqnorm --deriv deltarev)")
     highlight(module.derive("delta", "sqnorm").source)
+    _rule("f through Ellis et al.'s categorical combinators CL and back (labrys show FILE f --deriv CL)")
+    cl = module.derive("CL", "f")
+    print(next(s.text for s in module.derivations.derive("CL", cl.sig).stages if s.text))
+    print(f"[CL f](1.5, 0.5) = {format_value(cl(1.5, 0.5))}   (f itself: {format_value(module.f(1.5, 0.5))})")
     print("\nNext: labrys show FILE FN --stages   (every stage of the AD pipeline)")
     return 0

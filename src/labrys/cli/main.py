@@ -113,12 +113,12 @@ def cmd_algorithms(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from ..verify import algorithms, passed, report, verify
+    from ..verify import columns, passed, report, verify
 
     with progress(f"verifying {args.file}") as say:
         rows = verify(load(args.file, backend=args.backend), args.fn, points=args.points, seed=args.seed,
                       tol=args.tol, progress=say)
-    print(report(rows, [a.name for a in algorithms()] + ["agree"], args.json, args.seed))
+    print(report(rows, columns(), args.json, args.seed))
     return 0 if passed(rows) else 1
 
 

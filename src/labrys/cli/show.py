@@ -42,7 +42,11 @@ def show(path: str, fn: str, stages: bool, derivation: str | None, optimise: boo
             print(f"; the default gradient (labrys.grad, labrys adbench) is {choice.method}: {choice.reason}")
             derivation = None if stages else choice.method
     if not stages:
-        highlight(module.derive(derivation or "rev", fn, optimise=optimise, wrt=wrt).source)
+        derived = module.derive(derivation or "rev", fn, optimise=optimise, wrt=wrt)
+        terms = [s.text for s in module.derivations.derive(derived.derivation, derived.sig).stages if s.text]
+        if terms:  # a translation through another language (CL): its term, then the def it comes back as
+            sys.stdout.write(terms[-1] + "\n\n")
+        highlight(derived.source)
         return 0
     active = module.derive(derivation or "rev", fn, wrt=wrt)
     sig = active.sig
@@ -53,7 +57,7 @@ def show(path: str, fn: str, stages: bool, derivation: str | None, optimise: boo
                 continue
             shown.add(stage.title)
             rule(stage.title + (f"   [{stage.seconds * 1e3:.1f} ms]" if timings else ""))
-            highlight(show_decl(stage.d))
+            highlight(stage.text if stage.text is not None else show_decl(stage.d))
     return 0
 
 
