@@ -388,3 +388,16 @@ def test_cli_show_stages_and_algorithms(tmp_path, capsys):
     listing = capsys.readouterr().out
     assert "chadrev" in listing and "chadfwd" in listing
     assert main(["verify", str(path), "fig1b"]) == 0
+
+
+@pytest.mark.parametrize("backend", ["interp", "python", "compiled"])
+def test_a_tangent_shorter_than_the_folded_vector_is_a_positioned_error(backend):
+    """Found by the fuzz harness: chadfwd's fold backpropagator indexed past a short
+    tangent (an IndexError); it is the caller's mistake, reported at the fold's def."""
+    m = labrys.load("""(def total Float (v : Vec Float)
+  (fold (lam (acc_x : Tuple Float Float) (add (get$1$2 acc_x) (get$2$2 acc_x))) 0.0 v))""", backend=backend)
+    d = m.derive("chadfwd", "total")
+    assert d([1.0, 2.0], [1.0, 1.0]) == 2.0
+    with pytest.raises(labrys.LabrysError) as err:
+        d([1.0, 2.0], [])
+    assert err.value.span is not None and "tangent of 0 elements for a fold over 2" in err.value.message

@@ -23,7 +23,7 @@ import numpy as np
 from ..ir.types import FLOAT, INTEGER, UNIT, TLam, TSum, TTensor, TTuple, Type
 from ..types.primitives import args_of, primitive, spread
 from ..types.tangent import tangent_type
-from ..values import Inj, Sparse, dense, make_vec, numel, zero_tangent_of
+from ..values import Inj, PrimError, Sparse, dense, make_vec, numel, zero_tangent_of
 from .chad_runtime import ZERO, plus_fn, zero_of
 
 
@@ -174,6 +174,8 @@ def _foldf_impl(t: Type):
         def tangent(v):
             vg, (ta, dxs) = _pair(v, TTuple((dg_t, TTuple((dp_t.elems[0], TTensor(1, db))))))
             dxs = None if dxs is ZERO else dense(dxs)
+            if dxs is not None and dxs.shape[:1] != (len(tans),):
+                raise PrimError(f"chadFoldF: a tangent of {dxs.shape[0]} elements for a fold over {len(tans)}")
             for k, tan in enumerate(tans):
                 ta = tan((vg, (ta, zero_b if dxs is None else _item(dxs[k]))))
             return ta

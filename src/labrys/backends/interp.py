@@ -161,8 +161,7 @@ class Interpreter:
             case ir.Call(func, arg):
                 return self.compile_call(e, func, self.compile(arg, slots))
             case ir.App(func, arg):
-                f, a = self.compile(func, slots), self.compile(arg, slots)
-                return lambda fr: f(fr)(a(fr))
+                return _app(self.compile(func, slots), self.compile(arg, slots), e.span)
             case ir.Lam():
                 return self.compile_lam(e, slots)
             case ir.Let():
@@ -293,6 +292,17 @@ def missing_edef(sig: Signature, span: Span | None) -> Callable:
 # generated Python (its ``except _primerror``) alike: never an escaped
 # Python exception.  The fuzz harness found such a ValueError in delta1 code.
 PRIMITIVE_FAILURES = (PrimError, ValueError, ArithmeticError, LookupError, TypeError)
+
+
+def _app(f: Code, a: Code, span: Span | None) -> Code:
+    """An application; a closure a primitive made (a CHAD backpropagator, a
+    tangent map) fails at the application's position (Note [Primitive failures])."""
+    def run(fr):
+        try:
+            return f(fr)(a(fr))
+        except PrimError as exc:
+            raise LabrysError(str(exc), span) from None
+    return run
 
 
 def _prim_call(prim: Primitive, impl: Callable, arg: Code, span: Span | None) -> Code:

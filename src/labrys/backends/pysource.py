@@ -189,7 +189,7 @@ class Emitter:
                 self.emit(f"{t} = {callee}({a})", (prim, e.span) if prim else None)
             case ir.App(func, arg):
                 f = self.atom(func)
-                self.emit(f"{t} = {f}({self.atom(arg)})")
+                self.emit(f"{t} = {f}({self.atom(arg)})", ("", e.span))  # Note [Primitive failures]
             case ir.Lam():
                 self.emit(f"{t} = {self.lam(e)}")
             case ir.Tuple(elems):
