@@ -63,6 +63,7 @@ class Stage:
     d: ir.Def
     seconds: float
     view: bool = False
+    text: str | None = None  # how to show the stage when its def is not the whole story (a procedure)
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,8 @@ def run_pipeline(passes: tuple[Pass, ...], d: ir.Def, work: Work, views: bool = 
         start = time.perf_counter()
         source = p.source or (order[-1] if p.view else current)
         out = typed(p.run(stages[source].d, work), work.functions, p.name, lint)
-        stages[p.name] = Stage(p.name, p.title, out, time.perf_counter() - start, p.view)
+        stages[p.name] = Stage(p.name, p.title, out, time.perf_counter() - start, p.view,
+                               work.notes.pop(("text", p.name), None))
         order.append(p.name)
         if not p.view:
             current = p.name

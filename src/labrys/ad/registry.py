@@ -28,7 +28,7 @@ from ..ir import nodes as ir
 from ..ir.types import Type
 from ..types.checker import Functions, Signature, check_def
 from ..types.primitives import Primitive
-from . import chad, chad_types, deltarev, deltarev1, deltarev2, dual_numbers, dualfwd, knossos, shape, split
+from . import chad, chad_types, deltarev, deltarev1, deltarev2, dual_numbers, dualfwd, knossos, proc, shape, split
 from .derivation import (
     ELLIS,
     FIRST_ORDER,
@@ -172,6 +172,10 @@ REGISTRY = Registry((
              split.SUFREV_PIPELINE, compiled=False),
     _knossos("CL", "conversion to the categorical combinator language and back", "§6, Figs 9–11", SAME_TYPE,
              lambda s, t: (s, t)),
+    _knossos("proc", "f computed through the procedure language", "§10, Figs 20–22", SAME_TYPE,
+             lambda s, t: (s, t), proc.PROC_PIPELINE),
+    _knossos("procrev", "reverse mode by the procedure language's translation F⟦p⟧; R⟦p⟧", "§10, Fig. 23", REV,
+             knossos.rev_signature, proc.PROCREV_PIPELINE, compiled=False),
     Derivation("shape", "the sizes of the result without its values", "Knossos", ELLIS,
                "the Knossos compiler (docs/reference.md §3)", SHAPE, WHOLE_LANGUAGE, shape.signature, shape.PIPELINE,
                treats=shape.treats),

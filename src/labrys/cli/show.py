@@ -41,7 +41,7 @@ def show(path: str, fn: str, stages: bool, derivation: str | None, optimise: boo
                 continue
             shown.add(stage.title)
             rule(stage.title + (f"   [{stage.seconds * 1e3:.1f} ms]" if timings else ""))
-            highlight(show_decl(stage.d))
+            highlight(stage.text or show_decl(stage.d))
     return 0
 
 
