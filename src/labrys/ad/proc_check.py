@@ -36,7 +36,7 @@ from typing import Any, Callable
 from ..errors import LabrysError
 from ..ir.types import BOOL, FLOAT, INTEGER, UNIT, TSum, TTuple, Type
 from ..types.primitives import lookup
-from ..util.deep import deep
+from ..util.deep import deep, gc_paused
 from ..values import Inj as InjValue
 from .proc_lang import ZERO, Call, Case, Const, Dup, Elim, Inj, Pair, Procedure, Split, Unpair, show_type
 
@@ -166,6 +166,7 @@ def _judge(p: Procedure, given, signature, types, span) -> Judgement:
 
 
 @deep
+@gc_paused
 def judge(p: Procedure, given: dict[str, Type], signature: Signature = primitive_signature,
           span=None) -> Judgement:
     """``Γ ⊢ p ⊣ Δ``: Γ and Δ of ``p``, the types of free variables read from
@@ -197,6 +198,7 @@ def call_primitive(func, value, arg_type: Type):
 
 
 @deep
+@gc_paused
 def run(p: Procedure, env: dict[str, Any], types: dict[str, Type],
         call: Callable[[Any, Any, Type], Any] = call_primitive) -> dict[str, Any]:
     """Run ``p`` from the values of its free variables; the values of every variable

@@ -28,7 +28,7 @@ from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.traverse import FreshNames
 from ..ir.types import BOOL, FLOAT, UNIT, TLam, TSum, TTensor, TTuple, Type
-from ..util.deep import deep
+from ..util.deep import deep, gc_paused
 from .proc_lang import ZERO, Call, Case, Const, Dup, Elim, Inj, Pair, Procedure, Unpair, consumed, produced
 from .suf import LOOPS_WITH_LAMBDA, chain
 
@@ -96,7 +96,8 @@ class Lower:
                 return self.name(tail.name)
             result = self.fresh("r")
         if isinstance(tail, ir.Var):
-            src = self.name(target.get(tail.name, tail.name))
+            bound_here = any(b == tail.name for b, _, _ in bindings)
+            src = self.name(result if bound_here else tail.name)
             self.ren.pop(result, None)  # the result is bound by a statement, not an alias
             if src != result:  # a variable bound outside: a move (a one-tuple and back)
                 m = self.fresh("m")
@@ -170,6 +171,7 @@ class Lower:
 
 
 @deep
+@gc_paused
 def lower_def(d: ir.Def, fresh: FreshNames) -> tuple[Procedure, str]:
     """P⟦body⟧ of the SUF def ``d`` and the variable holding its result;
     ``params ⊢ p ⊣ result : T``."""
@@ -229,6 +231,7 @@ def _plain_call(s: Call, arg: ir.Expr, types: dict) -> ir.Expr:
 
 
 @deep
+@gc_paused
 def to_ir(p: Procedure, results: list[str], types: dict[str, Type], call: CallLowering = _plain_call) -> ir.Expr:
     """I⟦p⟧ with tail ``results`` (one variable, or their tuple)."""
     return _to_ir(p, results, types, call)
@@ -256,6 +259,8 @@ def _to_ir(p: Procedure, results: list[str], types: dict[str, Type], call: CallL
             case Elim():
                 pass
             case Dup(out, var):
+                if var in inline:
+                    lets.append((var, inline.pop(var)))
                 lets.append((out, ir.Tuple((ir.Var(var), ir.Var(var)))))
             case Pair(out, args):
                 inline[out] = ir.Tuple(tuple(use(a) for a in args))
@@ -265,6 +270,8 @@ def _to_ir(p: Procedure, results: list[str], types: dict[str, Type], call: CallL
             case Inj(out, left, sum_type, var):
                 lets.append((out, ir.Inj(left, sum_type, use(var))))
             case Case(var, lv, lp, rv, rp):
+                lets.extend(inline.items())  # both branches use them: bind them once, before
+                inline.clear()
                 _, delta = interface(lp)
                 left = _to_ir(lp, delta, types, call)
                 right = _to_ir(rp, delta, types, call)
