@@ -182,8 +182,18 @@ def _split_call(functions: Functions, fresh: FreshNames, d: ir.Def):
             base = pass_name(erase_types(f.func), f.arg, functions)
             return ir.Call(DerivedName("suffwdpass" if f.forward else "sufrevpass", base), arg)
         if f.forward:  # revf$p(a) = (p(a), (a, p(a)))
-            a, y = fresh("a"), fresh("y")
-            return ir.Let(a, arg, ir.Let(y, ir.Call(f.func, V(a)), ir.Tuple((V(y), ir.Tuple((V(a), V(y)))))))
+            y = fresh("y")
+            if isinstance(arg, ir.Tuple):  # the arguments stay spread: (p a b), as the backends like
+                names = tuple(fresh("a") for _ in arg.elems)
+                a = ir.Tuple(tuple(V(x) for x in names))
+                bind = [(names, arg)]
+            else:
+                a = V(fresh("a"))
+                bind = [(a.name, arg)]
+            body = ir.Let(y, ir.Call(f.func, a), ir.Tuple((V(y), ir.Tuple((a, V(y))))))
+            for binder, rhs in reversed(bind):
+                body = ir.Let(binder, rhs, body)
+            return body
         return _primitive_reverse(prim, f, arg, fresh, d)
     return lower
 
