@@ -34,7 +34,7 @@ from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.build import V
 from ..ir.names import DerivedName, erase_types, show_name
-from ..ir.traverse import FreshNames
+from ..ir.traverse import FreshNames, all_names
 from ..ir.types import BOG, TTuple, Type
 from ..opt.anf import rename_apart
 from ..opt.simplify import simplify
@@ -105,6 +105,7 @@ def _base(d: ir.Def):
 
 def _procedure(d: ir.Def, work: Work) -> ir.Def:
     """P⟦f⟧, checked, and I⟦P⟦f⟧⟧ = [proc f]."""
+    work.fresh.avoid(all_names(d.body) | {x.name for x in d.params})  # the SUF def may be another run's (memo)
     p, result = lower_def(d, work.fresh)
     params = [x.name for x in d.params]
     j = checked(p, {x.name: x.type for x in d.params}, work.functions, "the procedure", d, params, [result])
@@ -134,8 +135,8 @@ def _forward(d: ir.Def, work: Work) -> ir.Def:
     j = checked(fwd, {x.name: x.type for x in d0.params}, work.functions, "F⟦p⟧", d0,
                 [x.name for x in d0.params], [low.result, *tapes])
     _text(work, "F", j, fwd)
-    body = rename_apart(to_ir(fwd, [low.result, *tapes], j.types, _split_call(work.functions, work.fresh, d0)),
-                        work.fresh)
+    body = rename_apart(to_ir(fwd, [low.result, *tapes], j.types, _split_call(work.functions, work.fresh, d0),
+                              as_tuple=True), work.fresh)
     ret = TTuple((d0.ret, *(rv.tape_types[u] for u in tapes)))
     return ir.Def(DerivedName("procF", _base(d0)), ret, d0.params, body, span=d0.span)
 

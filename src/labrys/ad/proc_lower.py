@@ -232,12 +232,14 @@ def _plain_call(s: Call, arg: ir.Expr, types: dict) -> ir.Expr:
 
 @deep
 @gc_paused
-def to_ir(p: Procedure, results: list[str], types: dict[str, Type], call: CallLowering = _plain_call) -> ir.Expr:
-    """I⟦p⟧ with tail ``results`` (one variable, or their tuple)."""
-    return _to_ir(p, results, types, call)
+def to_ir(p: Procedure, results: list[str], types: dict[str, Type], call: CallLowering = _plain_call,
+          as_tuple: bool = False) -> ir.Expr:
+    """I⟦p⟧ with tail ``results`` (one variable, or their tuple; always a tuple if ``as_tuple``)."""
+    return _to_ir(p, results, types, call, as_tuple)
 
 
-def _to_ir(p: Procedure, results: list[str], types: dict[str, Type], call: CallLowering) -> ir.Expr:
+def _to_ir(p: Procedure, results: list[str], types: dict[str, Type], call: CallLowering,
+           as_tuple: bool = False) -> ir.Expr:
     inline: dict[str, ir.Expr] = {}   # pairs (and Dups) put back into their single use
 
     def use(x: str) -> ir.Expr:
@@ -281,7 +283,7 @@ def _to_ir(p: Procedure, results: list[str], types: dict[str, Type], call: CallL
                 else:
                     rhs = ir.Case(scrut, lv, left, rv, right, span=s.span)
                 lets.append((tuple(delta) if len(delta) != 1 else delta[0], rhs))
-    body = use(results[0]) if len(results) == 1 else ir.Tuple(tuple(use(x) for x in results))
+    body = use(results[0]) if len(results) == 1 and not as_tuple else ir.Tuple(tuple(use(x) for x in results))
     for binder, rhs in reversed(lets):
         body = ir.Let(binder, rhs, body)
     return body
