@@ -25,6 +25,14 @@ the tests check that evaluating the procedure and running ``[proc f]``
 agree with f.  The same holds for ``[procrev f]``: the tape Υ is explicit in
 the procedures (``F⟦p⟧ ⊣ Δ, Υ`` and ``Δ̄, Υ ⊢ R⟦p⟧``) and becomes ordinary
 variables in the IR.
+
+Note [Stable names]
+~~~~~~~~~~~~~~~~~~~
+The names the passes make come from the SUF def alone (``fresh_for``), not
+from the shared ``work.fresh``: the SUF def is memoised per program (split
+mode may have made it, with another run's names), and ``[procrev f]`` must
+be the same def whether or not ``show --stages`` ran the F and R views,
+which therefore draw their names from a copy.
 """
 from __future__ import annotations
 
@@ -34,7 +42,7 @@ from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.build import V
 from ..ir.names import DerivedName, erase_types, show_name
-from ..ir.traverse import FreshNames, all_names
+from ..ir.traverse import FreshNames
 from ..ir.types import BOG, TTuple, Type
 from ..opt.anf import rename_apart
 from ..opt.simplify import simplify
@@ -43,7 +51,7 @@ from ..types.primitives import Primitive, lookup
 from ..types.tangent import is_constant_tangent, tangent_type, zero_tangent
 from . import knossos, split
 from .bog import pass_name
-from .pipeline import Pass, Work
+from .pipeline import Pass, Work, fresh_for
 from .proc_check import Judgement, judge
 from .proc_lang import Call, Procedure, Split, show, show_judgement
 from .proc_lower import lower_def, to_ir
@@ -105,13 +113,13 @@ def _base(d: ir.Def):
 
 def _procedure(d: ir.Def, work: Work) -> ir.Def:
     """P⟦f⟧, checked, and I⟦P⟦f⟧⟧ = [proc f]."""
-    work.fresh.avoid(all_names(d.body) | {x.name for x in d.params})  # the SUF def may be another run's (memo)
-    p, result = lower_def(d, work.fresh)
+    fresh = fresh_for(d)  # Note [Stable names]
+    p, result = lower_def(d, fresh)
     params = [x.name for x in d.params]
     j = checked(p, {x.name: x.type for x in d.params}, work.functions, "the procedure", d, params, [result])
-    work.notes["proc"] = Lowered(d, p, result, j, work.fresh)
+    work.notes["proc"] = Lowered(d, p, result, j, fresh)
     _text(work, "procedure", j, p)
-    body = rename_apart(to_ir(p, [result], j.types), work.fresh)  # a Case rebinds its Δ
+    body = rename_apart(to_ir(p, [result], j.types), fresh)  # a Case rebinds its Δ
     return ir.Def(DerivedName("proc", _base(d)), d.ret, d.params, body, span=d.span)
 
 
@@ -120,10 +128,10 @@ def _rev_parts(work: Work):
     if "rev" not in work.notes:
         d = low.suf
         params = [x.name for x in d.params]
-        xs = params[0] if len(params) == 1 else work.fresh("x")
-        dt = work.fresh("dt")
+        xs = params[0] if len(params) == 1 else low.fresh("x")
+        dt = low.fresh("dt")
         work.notes["rev"] = (xs, dt, procrev_procedure(low.p, params, low.result, xs, dt, low.judgement.types,
-                                                       work.fresh))
+                                                       low.fresh))
     return work.notes["rev"]
 
 
@@ -135,8 +143,9 @@ def _forward(d: ir.Def, work: Work) -> ir.Def:
     j = checked(fwd, {x.name: x.type for x in d0.params}, work.functions, "F⟦p⟧", d0,
                 [x.name for x in d0.params], [low.result, *tapes])
     _text(work, "F", j, fwd)
-    body = rename_apart(to_ir(fwd, [low.result, *tapes], j.types, _split_call(work.functions, work.fresh, d0),
-                              as_tuple=True), work.fresh)
+    fresh = FreshNames(low.fresh.taken)  # a view: leaves the names of [procrev f] alone
+    body = rename_apart(to_ir(fwd, [low.result, *tapes], j.types, _split_call(work.functions, fresh, d0),
+                              as_tuple=True), fresh)
     ret = TTuple((d0.ret, *(rv.tape_types[u] for u in tapes)))
     return ir.Def(DerivedName("procF", _base(d0)), ret, d0.params, body, span=d0.span)
 
@@ -150,7 +159,8 @@ def _reverse(d: ir.Def, work: Work) -> ir.Def:
     bars = [rv.bar(x.name) for x in d0.params]
     j = checked(rev, given, work.functions, "R⟦p⟧", d0, list(given), bars)
     _text(work, "R", j, rev)
-    body = rename_apart(to_ir(rev, bars, j.types, _split_call(work.functions, work.fresh, d0)), work.fresh)
+    fresh = FreshNames(low.fresh.taken)  # a view: leaves the names of [procrev f] alone
+    body = rename_apart(to_ir(rev, bars, j.types, _split_call(work.functions, fresh, d0)), fresh)
     params = tuple(ir.Param(x, t) for x, t in given.items())
     return ir.Def(DerivedName("procR", _base(d0)), tangent_type(d0.arg_type), params, body, span=d0.span)
 
@@ -164,7 +174,7 @@ def _procrev(d: ir.Def, work: Work) -> ir.Def:
     j = checked(whole, {x.name: x.type for x in params}, work.functions, "[procrev f]'s procedure", d0,
                 [xs, dt], [out])
     _text(work, "procrev", j, whole)
-    body = rename_apart(to_ir(whole, [out], j.types, _split_call(work.functions, work.fresh, d0)), work.fresh)
+    body = rename_apart(to_ir(whole, [out], j.types, _split_call(work.functions, low.fresh, d0)), low.fresh)
     return ir.Def(DerivedName("procrev", _base(d0)), tangent_type(d0.arg_type), params, body, span=d0.span)
 
 
