@@ -230,6 +230,7 @@ def _primitive_reverse(prim: Primitive, f: Split, arg: ir.Expr, fresh: FreshName
     return ir.Let((dy, tape), arg, ir.Let((ta, ty), V(tape), body))
 
 
+LANGUAGE = "first-order, no vectors"  # Fig. 20: reals, tuples, sums; loops and vectors are refused
 PROCEDURE = Pass("procedure", "The procedure P⟦f⟧ and its judgement Γ ⊢ p ⊣ Δ (Figs 20–22)", _procedure)
 PROC_PIPELINE = (knossos.ANF_TAIL, split.SUF, PROCEDURE)
 PROCREV_PIPELINE = (knossos.ANF_TAIL, split.SUF, PROCEDURE,
