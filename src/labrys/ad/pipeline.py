@@ -69,7 +69,7 @@ class Stage:
     d: ir.Def
     seconds: float
     view: bool = False
-    text: str | None = None  # what `show --stages` prints instead of the def (a term of another language)
+    text: str | None = None  # what `show --stages` prints instead of the def (a CL term, a procedure)
 
 
 @dataclass(frozen=True)
@@ -104,8 +104,8 @@ def run_pipeline(passes: tuple[Pass, ...], d: ir.Def, work: Work, views: bool = 
         source = p.source or (order[-1] if p.view else current)
         out = typed(p.run(stages[source].d, work), work.functions, p.name, lint)
         title = p.title(work) if callable(p.title) else p.title
-        stages[p.name] = Stage(p.name, title, out, time.perf_counter() - start, p.view,
-                               p.shows(work) if p.shows else None)
+        text = p.shows(work) if p.shows else work.notes.pop(("text", p.name), None)
+        stages[p.name] = Stage(p.name, title, out, time.perf_counter() - start, p.view, text)
         order.append(p.name)
         if not p.view:
             current = p.name

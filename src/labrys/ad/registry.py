@@ -39,6 +39,7 @@ from . import (
     dual_numbers,
     dualfwd,
     knossos,
+    proc,
     shape,
     split,
 )
@@ -125,8 +126,9 @@ class Registry:
         return made.arg_type, made.ret
 
 
-def _knossos(name: str, summary: str, where: str, convention, signature, pipeline=None, **more) -> Derivation:
-    return Derivation(name, summary, "Knossos", ELLIS, where, convention, FIRST_ORDER, signature, pipeline,
+def _knossos(name: str, summary: str, where: str, convention, signature, pipeline=None,
+             language: str = FIRST_ORDER, **more) -> Derivation:
+    return Derivation(name, summary, "Knossos", ELLIS, where, convention, language, signature, pipeline,
                       treats=knossos.treats, **more)
 
 
@@ -191,6 +193,10 @@ REGISTRY = Registry((
              split.SUFREV_PIPELINE, compiled=False, **split.STRATEGIES),
     Derivation("CL", "conversion to the categorical combinator language and back", "Knossos", ELLIS,
                "§6, Figs 9–11", SAME_TYPE, FIRST_ORDER, cl.signature, cl.PIPELINE, treats=cl.treats),
+    _knossos("proc", "f computed through the procedure language", "§10, Figs 20–22", SAME_TYPE,
+             lambda s, t: (s, t), proc.PROC_PIPELINE, language=proc.LANGUAGE),
+    _knossos("procrev", "reverse mode by the procedure language's translation F⟦p⟧; R⟦p⟧", "§10, Fig. 23", REV,
+             knossos.rev_signature, proc.PROCREV_PIPELINE, compiled=False, language=proc.LANGUAGE),
     Derivation("shape", "the sizes of the result without its values", "Knossos", ELLIS,
                "the Knossos compiler (docs/reference.md §3)", SHAPE, WHOLE_LANGUAGE, shape.signature, shape.PIPELINE,
                treats=shape.treats),
