@@ -50,7 +50,7 @@ from ..types.checker import Functions, Signature
 from ..types.primitives import Primitive, lookup
 from ..types.tangent import is_constant_tangent, tangent_type, zero_tangent
 from . import knossos, split
-from .bog import pass_name
+from .bog_calls import pass_name
 from .pipeline import Pass, Work, fresh_for
 from .proc_check import Judgement, judge
 from .proc_lang import Call, Procedure, Split, show, show_judgement
