@@ -23,6 +23,7 @@ from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.names import DerivedName, show_name
 from ..ir.traverse import nodes
+from ..util.deep import deep
 from .chad_common import is_zero
 
 # primitive -> the argument positions that may depend on the linear variable (None: all of them,
@@ -34,8 +35,11 @@ _LINEAR_IN = {"mul": (0, 1), "div": (0,), "neg": None, "add": None, "sub": None,
               "constVec": (1,), "Vec_init": None, "index": (1,), "ts_add": None, "ts_scale": (1,),
               "deltaVec": (2,), "ts_delta": (2,), "ts_neg": (0,), "sum": (0,)}
 _EXACTLY_ONE = {"mul"}
+# one-argument primitives whose argument may itself be a literal tuple
+UNARY = {"chadOpen", "chadLeft", "chadRight", "chadSumVec", "chadZip", "chadUnzip", "neg", "ts_neg", "sum"}
 
 
+@deep
 def lint_linearity(d: ir.Def, linear: set[str]) -> None:
     """Every ``lam`` of d whose binder is in ``linear`` is linear in it (a LabrysError if not)."""
     for x in nodes(d.body):
@@ -49,14 +53,14 @@ def _zero(e: ir.Expr) -> bool:
     match e:
         case ir.Tuple(elems):
             return all(_zero(x) for x in elems)
-        case ir.App(_, a):
+        case ir.App(_, a) | ir.Inj(_, _, a):  # a linear map of 0; a tagged sum tangent of 0
             return _zero(a)
         case ir.Lam(_, _, body) | ir.Let(_, _, body):
             return _zero(body)
         case ir.Call("ts_zero", _):  # the zero tangent shaped like a primal (primitives' own rules)
             return True
         case ir.Call(f, arg) if f in _LINEAR_IN and not is_zero(e):  # a linear op of zeros
-            args = arg.elems if isinstance(arg, ir.Tuple) else (arg,)
+            args = arg.elems if isinstance(arg, ir.Tuple) and f not in UNARY else (arg,)
             allowed = _LINEAR_IN[f]
             return all(_zero(a) for k, a in enumerate(args) if allowed is None or k in allowed)
     return is_zero(e)
@@ -131,7 +135,7 @@ class _Linear:
         return any(flags)
 
     def _call(self, e: ir.Call, f, arg: ir.Expr) -> bool:
-        args = arg.elems if isinstance(arg, ir.Tuple) else (arg,)
+        args = arg.elems if isinstance(arg, ir.Tuple) and f not in UNARY else (arg,)
         flags = [self.dep(a) for a in args]
         if not any(flags):
             return False
