@@ -61,11 +61,12 @@ from ..util.deep import deep
 from .chad_common import is_zero, zero
 from .chad_lint import UNARY
 
-MAX_SWEEPS = 12
+MAX_SWEEPS = 24
 # the run-time primitives of the linear layer that are linear in one argument (its position)
 _LINEAR_OPS = {"chadIndex": 1, "chadOneHot": 2, "chadSumVec": 0, "chadApp": 0, "chadLeft": 0, "chadRight": 0,
                "chadZip": 0, "chadUnzip": 0, "chadCopow": 1}
 SMALL_LAMBDA = 40  # nodes: a λ this small is copied to each use (code size, never work)
+SHORT_CHAIN = 8    # lets: a longer chain in a right-hand side is rotated by the next sweep
 
 
 def linear_functions(e: ir.Expr) -> set[str]:
@@ -162,6 +163,9 @@ class _Sweep:
                     return ir.Tuple(tuple(self.go(x, env) for x in out.elems), type=out.type)
                 return self.copy(out) if name in self.copies else out
             case ir.Let(binder, rhs, body):
+                while isinstance(rhs, ir.Let):  # 2 letRotate on the term as it comes: O(1) each, so
+                    self.changed = True         # a let nested L deep in right-hand sides costs O(L)
+                    binder, rhs, body = rhs.binder, rhs.rhs, ir.Let(binder, rhs.body, body, type=e.type)
                 return self.bind(binder, self.go(rhs, env), lambda env2: self.go(body, env2), env, e)
         kids = [self.go(c, _without(env, binders)) for c, binders in children(e)]
         return self.rules(rebuild(e, kids) if kids else e)
@@ -173,12 +177,14 @@ class _Sweep:
         t = e.type
         if isinstance(rhs, ir.Let):  # 2 letRotate (binders are fresh: no capture)
             self.changed = True
+            if _chain_longer_than(rhs, SHORT_CHAIN):  # rebuilt at O(1) a let by the next sweep (in go)
+                return ir.Let(x, rhs, body(_without(env, _names(x))), type=t, span=e.span)
             return ir.Let(rhs.binder, rhs.rhs, self.bind(x, rhs.body, body, env, e), type=t)
         if not isinstance(x, str):
             if isinstance(rhs, ir.Tuple) and len(rhs.elems) == len(x):  # 3 on a tuple pattern
                 self.changed = True
                 return self.bind_all(list(zip(x, rhs.elems)), body, env, e)
-            if all(self.uses.get(n, 2) == 0 for n in x) and is_pure(rhs):
+            if all(self.uses.get(n, 2) == 0 for n in x) and _pure(rhs):
                 self.changed = True
                 return body(env)
             return ir.Let(x, rhs, body(_without(env, x)), type=t, span=e.span)
@@ -210,7 +216,7 @@ class _Sweep:
                 if isinstance(lam.body, ir.Lam) or _ends_in_lam(lam.body):
                     self.curried.add(f)
             return ir.Let(f1, first, ir.Let(f2, second, body(env), type=t), type=t)
-        if isinstance(rhs, ir.Lam) and (n > 1 or self.occurrences.get(x, 0) > 1) and size(rhs) <= SMALL_LAMBDA:
+        if isinstance(rhs, ir.Lam) and (n > 1 or self.occurrences.get(x, 0) > 1) and _at_most(rhs, SMALL_LAMBDA):
             self.changed = True  # 4 letInline of a small λ (a value), copied at each use
             self.copies.add(x)
             self.duplicated(rhs, x)
@@ -218,7 +224,7 @@ class _Sweep:
         if isinstance(rhs, ir.Lam) and _ends_in_lam(rhs.body):
             self.curried.add(x)
         once = n == 1 or (self.occurrences.get(x, 0) == 1 and isinstance(rhs, ir.Lam))
-        if _cheap(rhs) or once or (n == 0 and is_pure(rhs)):  # 4 letInline
+        if _cheap(rhs) or once or (n == 0 and _pure(rhs)):  # 4 letInline
             self.changed = True
             if not once:
                 self.duplicated(rhs, x)
@@ -278,7 +284,7 @@ class _Sweep:
             case ir.App(ir.Lam(v, t, body), a):  # 1 lamAppLet, linear β
                 if v in self.linear and is_zero(a) and e.type is not None:
                     return zero(e.type)
-                return self.go(ir.Let(v, a, body, type=e.type), {})
+                return ir.Let(v, a, body, type=e.type)  # simplified further by the next sweep
             case ir.App(ir.Let(b, rhs, body), a):  # a let in function position floats out
                 return ir.Let(b, rhs, self.rules(ir.App(body, a, type=e.type)), type=e.type)
             case ir.App(ir.Var(f), a) if f in self.lin_fns and is_zero(a) and e.type is not None:
@@ -324,7 +330,7 @@ class _Sweep:
     def project(self, e: ir.Get, i: int, n: int, a: ir.Expr) -> ir.Expr:
         inner = a.arg if isinstance(a, ir.Call) and a.func == "chadOpen" else a
         match inner:
-            case ir.Tuple(elems) if len(elems) == n and all(is_pure(x) for k, x in enumerate(elems) if k != i - 1):
+            case ir.Tuple(elems) if len(elems) == n and all(_pure(x) for k, x in enumerate(elems) if k != i - 1):
                 return elems[i - 1]  # 5 pairProj
             case ir.Let(b, rhs, body):  # 7 letProj
                 wrap = _open if inner is not a else (lambda x: x)
@@ -358,7 +364,7 @@ class _Sweep:
         """The copower fusions of §8 (17 sumSingleton: a copower is a sum of singletons)."""
         match c:
             case ir.Call("chadCopow", ir.Tuple((a, w))) if isinstance(f, ir.Lam):
-                return self.go(ir.Let(f.var, ir.Tuple((a, w)), f.body, type=e.type), {})
+                return ir.Let(f.var, ir.Tuple((a, w)), f.body, type=e.type)
             case ir.Call("chadPlus", ir.Tuple((c1, c2))):
                 return self.plus(None, self.fuse(e, f, c1), self.fuse(e, self.copy(f), c2))
             case ir.Let(b, rhs, body):
@@ -377,6 +383,32 @@ class _Sweep:
         self.linear.update(new for old, new in log.items() if old in self.linear)
         self.lin_fns.update(new for old, new in log.items() if old in self.lin_fns)
         return out
+
+
+def _at_most(e: ir.Expr, k: int) -> bool:
+    """size(e) <= k, looking at no more than k + 1 nodes."""
+    stack = [e]
+    while stack:
+        k -= 1
+        if k < 0:
+            return False
+        stack.extend(c for c, _ in children(stack.pop()))
+    return True
+
+
+def _chain_longer_than(e: ir.Expr, k: int) -> bool:
+    while isinstance(e, ir.Let) and k >= 0:
+        e, k = e.body, k - 1
+    return k < 0
+
+
+def _names(x) -> tuple[str, ...]:
+    return (x,) if isinstance(x, str) else x
+
+
+def _pure(e: ir.Expr) -> bool:
+    """Dropping e loses nothing: a λ is a value whatever its body does."""
+    return isinstance(e, (ir.Lam, ir.Var, ir.Const)) or is_pure(e)
 
 
 def _without(env: dict, names) -> dict:
