@@ -75,10 +75,10 @@ def curve(source: str) -> tuple[str, list[int], list[float], list[float]]:
     """(what the size is, sizes, raw ratios, simplified ratios)."""
     rng = np.random.default_rng(0)
     if source == "B1":
-        sizes, what = [100, 300, 1000, 3000], "lets L"
+        sizes, what = [100, 300, 1000], "lets L"
         cases = [(chain(n), "f", (0.5,), 1.0) for n in sizes]
     elif source == "B5":
-        sizes, what = [1, 2, 3, 4, 6, 8], "nesting depth d"
+        sizes, what = [1, 2, 3, 4, 6], "nesting depth d"
         cases = [(nested(d), "f", (0.5,), 1.0) for d in sizes]
     else:
         sizes, what = list(SIZES), "n"

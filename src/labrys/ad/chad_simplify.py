@@ -46,8 +46,10 @@ copower fold over a sum) renames the copy apart.  ``f • 0 → 0`` is applied o
 f is known to be linear: a backpropagator or tangent map of the translation (the
 second binder of a ``let <x, x'> = …``) or a linear λ.  The pair rules 12, 13 and 15
 fire only on a literal pair, never by duplicating the shared let-bound work in front
-of it.  The simplifier is recursive, run on the deep-stack worker (Note [Deep
-programs]), and repeats its sweep until the term stops shrinking.
+of it.  Because binders are unique, one substitution map serves the whole sweep (it is
+extended in place, never copied: copying it per binding made a chain of L lets
+cost O(L²)).  The simplifier is recursive, run on the deep-stack worker (Note
+[Deep programs]), and repeats its sweep until the term stops shrinking.
 """
 from __future__ import annotations
 
@@ -194,7 +196,7 @@ class _Sweep:
         if isinstance(rhs, ir.Tuple) and rhs.elems and not _cheap(rhs):  # 3 letPairSplit
             self.changed = True
             names = tuple(self.fresh(_stem(x)) for _ in rhs.elems)
-            env = {**env, x: ir.Tuple(tuple(ir.Var(m) for m in names), type=rhs.type)}
+            env[x] = ir.Tuple(tuple(ir.Var(m) for m in names), type=rhs.type)
             self.splits.add(x)
             for m in names:  # at most as often as x (the next sweep counts exactly)
                 self.uses[m], self.occurrences[m] = n, self.occurrences.get(x, 0)
@@ -207,7 +209,7 @@ class _Sweep:
             f1, f2, y = self.fresh(_stem(x)), self.fresh(_stem(x)), self.fresh(_stem(rhs.var))
             a, b = split
             pair = ir.Tuple((ir.App(ir.Var(f1), ir.Var(y)), ir.App(ir.Var(f2), ir.Var(y))))
-            env = {**env, x: ir.Lam(y, rhs.var_type, pair, type=rhs.type)}
+            env[x] = ir.Lam(y, rhs.var_type, pair, type=rhs.type)
             self.copies.add(x)  # each use gets its own binder
             first = self.copy(ir.Lam(rhs.var, rhs.var_type, a))
             second = ir.Lam(rhs.var, rhs.var_type, b)
@@ -220,7 +222,8 @@ class _Sweep:
             self.changed = True  # 4 letInline of a small λ (a value), copied at each use
             self.copies.add(x)
             self.duplicated(rhs, x)
-            return body({**env, x: rhs})
+            env[x] = rhs
+            return body(env)
         if isinstance(rhs, ir.Lam) and _ends_in_lam(rhs.body):
             self.curried.add(x)
         once = n == 1 or (self.occurrences.get(x, 0) == 1 and isinstance(rhs, ir.Lam))
@@ -228,7 +231,8 @@ class _Sweep:
             self.changed = True
             if not once:
                 self.duplicated(rhs, x)
-            return body({**env, x: rhs})
+            env[x] = rhs
+            return body(env)
         return ir.Let(x, rhs, body(_without(env, (x,))), type=t, span=e.span)
 
     def duplicated(self, value: ir.Expr, x: str) -> None:
@@ -429,7 +433,10 @@ def _stem(name: str) -> str:
 
 
 def _open(e: ir.Expr) -> ir.Expr:
-    return e if isinstance(e, (ir.Tuple, ir.Let)) else _call("chadOpen", e, t=e.type)
+    """e as a linear tuple that may be the symbolic zero (chadOpen), unless a literal tuple."""
+    if isinstance(e, ir.Tuple) or isinstance(e, ir.Call) and e.func == "chadOpen":
+        return e
+    return _call("chadOpen", e, t=e.type)
 
 
 def _zero_float(e: ir.Expr) -> bool:
