@@ -318,6 +318,8 @@ class _Sweep:
                     return zero(e.type)  # a linear op of 0 (t[0/v] = 0, Fig. 6)
             case ir.Call("sub", ir.Tuple((a, b))) if _zero_float(b):
                 return a
+            case ir.Call("div", ir.Tuple((a, _))) if _zero_float(a):
+                return a  # 0 / x → 0
             case ir.Call("mul", ir.Tuple((a, b))):
                 if _zero_float(a) or _zero_float(b):
                     return ir.Const(0.0, FLOAT)  # 11 algebra
