@@ -291,7 +291,7 @@ class _Sweep:
                 return ir.Let(v, a, body, type=e.type)  # simplified further by the next sweep
             case ir.App(ir.Let(b, rhs, body), a):  # a let in function position floats out
                 return ir.Let(b, rhs, self.rules(ir.App(body, a, type=e.type)), type=e.type)
-            case ir.App(ir.Var(f), a) if f in self.lin_fns and is_zero(a) and e.type is not None:
+            case ir.App(ir.Var(f), a) if f in self.lin_fns and _lin_zero(a) and e.type is not None:
                 return zero(e.type)  # f • 0 → 0
             case ir.Get(i, n, a):
                 return self.project(e, i, n, a)
@@ -439,6 +439,16 @@ def _open(e: ir.Expr) -> ir.Expr:
     if isinstance(e, ir.Tuple) or isinstance(e, ir.Call) and e.func == "chadOpen":
         return e
     return _call("chadOpen", e, t=e.type)
+
+
+def _lin_zero(e: ir.Expr) -> bool:
+    """e is a zero (a vector of zeros counts: a linear map sends it to 0)."""
+    match e:
+        case ir.Tuple(elems):
+            return all(_lin_zero(x) for x in elems)
+        case ir.Call("build", ir.Tuple((_, ir.Lam(_, _, body)))):
+            return _lin_zero(body)
+    return is_zero(e)
 
 
 def _zero_float(e: ir.Expr) -> bool:
