@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import os
 from dataclasses import replace
 
@@ -43,6 +44,7 @@ from .chad_simplify import simplify_def
 from .pipeline import ORIGINAL, Pass, Work
 from .scalarise import scalarise
 
+_log = logging.getLogger("labrys")
 _LOOP_FUNCTION = {"map": 0, "build": 1, "sumbuild": 1, "fold": 0, "ifold": 1}
 
 
@@ -116,7 +118,12 @@ def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
         linear = work.notes["chad linear"]
         with _no_gc_pauses():
             out = simplify_def(d, work.functions, work.fresh, linear)
-        lint_linearity(out, linear)  # Fig. 5 again: the simplifier keeps every map linear
+        try:
+            lint_linearity(out, linear)  # Fig. 5 again: the simplifier keeps every map linear
+        except LabrysError as exc:  # Note [Raw CHAD]: keep the raw term, which passed the lint
+            _log.warning("CHAD's simplifier made a term the linearity lint cannot check (%s); "
+                         "the raw translation of %s is used", exc.message, d.name)
+            return d
         return _with_body(out, name_applied_functions(out.body, work.fresh))
 
     name = f"[{module.TRANSLATION} f]"
@@ -129,7 +136,10 @@ def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
 
 
 def raw_requested() -> bool:
-    """Note [Raw CHAD]: LABRYS_CHAD_RAW=1 skips the simplifier (to measure what it saves)."""
+    """Note [Raw CHAD]: LABRYS_CHAD_RAW=1 skips the simplifier (to measure what it saves).
+    The raw term is also what is used when the linearity lint cannot check the simplified
+    one (the lint is syntactic and may not see that a rewritten part is 0); a warning
+    names the function."""
     return os.environ.get("LABRYS_CHAD_RAW", "") not in ("", "0")
 
 
