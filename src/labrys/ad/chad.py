@@ -121,7 +121,7 @@ def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
         try:
             lint_linearity(out, linear)  # Fig. 5 again: the simplifier keeps every map linear
         except LabrysError as exc:  # Note [Raw CHAD]: keep the raw term, which passed the lint
-            _log.warning("CHAD's simplifier made a term the linearity lint cannot check (%s); "
+            _log.info("CHAD's simplifier made a term the linearity lint cannot check (%s); "
                          "the raw translation of %s is used", exc.message, d.name)
             return d
         return _with_body(out, name_applied_functions(out.body, work.fresh))
@@ -138,7 +138,7 @@ def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
 def raw_requested() -> bool:
     """Note [Raw CHAD]: LABRYS_CHAD_RAW=1 skips the simplifier (to measure what it saves).
     The raw term is also what is used when the linearity lint cannot check the simplified
-    one (the lint is syntactic and may not see that a rewritten part is 0); a warning
+    one (the lint is syntactic and may not see that a rewritten part is 0); a note
     names the function."""
     return os.environ.get("LABRYS_CHAD_RAW", "") not in ("", "0")
 
