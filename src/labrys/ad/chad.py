@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
+import os
 from dataclasses import replace
 
 from ..errors import LabrysError
@@ -38,9 +40,11 @@ from ..util.deep import deep
 from . import chad_fwd, chad_loops, chad_rev, chad_runtime, dual_numbers  # noqa: F401  (the run-time primitives)
 from .chad_common import name_applied_functions
 from .chad_lint import lint_linearity
+from .chad_simplify import simplify_def
 from .pipeline import ORIGINAL, Pass, Work
 from .scalarise import scalarise
 
+_log = logging.getLogger("labrys")
 _LOOP_FUNCTION = {"map": 0, "build": 1, "sumbuild": 1, "fold": 0, "ifold": 1}
 
 
@@ -105,13 +109,38 @@ def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
         with _no_gc_pauses():
             out, linear = module.translate_def(d, work.functions, work.fresh)
         lint_linearity(out, linear)  # Fig. 5, on every translation
+        work.notes["chad linear"] = linear
+        return _with_body(out, name_applied_functions(out.body, work.fresh))
+
+    def simplify(d: ir.Def, work: Work) -> ir.Def:
+        if raw_requested():
+            return d
+        linear = work.notes["chad linear"]
+        with _no_gc_pauses():
+            out = simplify_def(d, work.functions, work.fresh, linear)
+        try:
+            lint_linearity(out, linear)  # Fig. 5 again: the simplifier keeps every map linear
+        except LabrysError as exc:  # Note [Raw CHAD]: keep the raw term, which passed the lint
+            _log.info("CHAD's simplifier made a term the linearity lint cannot check (%s); "
+                         "the raw translation of %s is used", exc.message, d.name)
+            return d
         return _with_body(out, name_applied_functions(out.body, work.fresh))
 
     name = f"[{module.TRANSLATION} f]"
     return (Pass("prepare", "Literal λs, map as build, binders renamed apart", prepare),
             Pass("scalarise", "Vector arithmetic as build, index and ifold",
                  lambda d, work: scalarise(d, work.fresh, work.functions)),
-            Pass("translate", f"{what}: {name} (linearity checked)", translate))
+            Pass("translate", f"{what}: {name}, the raw term (linearity checked)", translate),
+            Pass("simplify", "App. B's simplifier: Table 1, linear β, f • 0 → 0, copower fusion "
+                 "(linearity checked)", simplify))
+
+
+def raw_requested() -> bool:
+    """Note [Raw CHAD]: LABRYS_CHAD_RAW=1 skips the simplifier (to measure what it saves).
+    The raw term is also what is used when the linearity lint cannot check the simplified
+    one (the lint is syntactic and may not see that a rewritten part is 0); a note
+    names the function."""
+    return os.environ.get("LABRYS_CHAD_RAW", "") not in ("", "0")
 
 
 def require_first_order(d: ir.Def, algorithm: str) -> None:

@@ -23,6 +23,7 @@ from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.names import DerivedName, show_name
 from ..ir.traverse import nodes
+from ..util.deep import deep
 from .chad_common import is_zero
 
 # primitive -> the argument positions that may depend on the linear variable (None: all of them,
@@ -34,8 +35,11 @@ _LINEAR_IN = {"mul": (0, 1), "div": (0,), "neg": None, "add": None, "sub": None,
               "constVec": (1,), "Vec_init": None, "index": (1,), "ts_add": None, "ts_scale": (1,),
               "deltaVec": (2,), "ts_delta": (2,), "ts_neg": (0,), "sum": (0,)}
 _EXACTLY_ONE = {"mul"}
+# one-argument primitives whose argument may itself be a literal tuple
+UNARY = {"chadOpen", "chadLeft", "chadRight", "chadSumVec", "chadZip", "chadUnzip", "neg", "ts_neg", "sum"}
 
 
+@deep
 def lint_linearity(d: ir.Def, linear: set[str]) -> None:
     """Every ``lam`` of d whose binder is in ``linear`` is linear in it (a LabrysError if not)."""
     for x in nodes(d.body):
@@ -43,22 +47,28 @@ def lint_linearity(d: ir.Def, linear: set[str]) -> None:
             _Linear(x.var, d).result(x.body)
 
 
-def _zero(e: ir.Expr) -> bool:
+def _zero(e: ir.Expr, zeros: frozenset | set = frozenset()) -> bool:
     """0 by the unit laws: 0, a tuple of 0s, a linear map applied to 0, a power returning 0
     (the last two are 0 because every map applied is linear, which the lint checks where it is made)."""
     match e:
         case ir.Tuple(elems):
-            return all(_zero(x) for x in elems)
-        case ir.App(_, a):
-            return _zero(a)
+            return all(_zero(x, zeros) for x in elems)
+        case ir.App(_, a) | ir.Inj(_, _, a):  # a linear map of 0; a tagged sum tangent of 0
+            return _zero(a, zeros)
         case ir.Lam(_, _, body) | ir.Let(_, _, body):
-            return _zero(body)
+            return _zero(body, zeros)
         case ir.Call("ts_zero", _):  # the zero tangent shaped like a primal (primitives' own rules)
             return True
+        case ir.Call("build", ir.Tuple((_, ir.Lam(_, _, body)))) | ir.Get(_, _, body) | ir.Call("chadOpen", body):
+            return _zero(body, zeros)  # a vector of zeros; a component of 0
         case ir.Call(f, arg) if f in _LINEAR_IN and not is_zero(e):  # a linear op of zeros
-            args = arg.elems if isinstance(arg, ir.Tuple) else (arg,)
+            args = arg.elems if isinstance(arg, ir.Tuple) and f not in UNARY else (arg,)
             allowed = _LINEAR_IN[f]
-            return all(_zero(a) for k, a in enumerate(args) if allowed is None or k in allowed)
+            return all(_zero(a, zeros) for k, a in enumerate(args) if allowed is None or k in allowed)
+    if isinstance(e, ir.Var):
+        return e.name in zeros  # let-bound to a zero
+    if isinstance(e, ir.Call) and e.func == "constVec" and isinstance(e.arg, ir.Tuple):
+        return _zero(e.arg.elems[1], zeros)  # a dense vector of zeros
     return is_zero(e)
 
 
@@ -67,13 +77,14 @@ class _Linear:
         self.v, self.d = v, d
         self.dependent: set[str] = {v}
         self.memo: dict[int, bool] = {}
+        self.zeros: set[str] = set()   # let-bound to a zero
 
     def fail(self, what: str, e: ir.Expr):
         raise LabrysError(f"internal: CHAD made a non-linear backpropagator in {show_name(self.d.name)}: "
                           f"{what} (linear variable {self.v})", e.span or self.d.span)
 
     def result(self, e: ir.Expr) -> None:
-        if not (self.dep(e) or _zero(e)):
+        if not (self.dep(e) or _zero(e, self.zeros)):
             self.fail("its result does not depend on the linear variable (an affine or constant map)", e)
 
     def dep(self, e: ir.Expr) -> bool:
@@ -90,12 +101,14 @@ class _Linear:
             case ir.Const() | ir.FnRef():
                 return False
             case ir.Let(binder, rhs, body):
+                if isinstance(binder, str) and not self.dep(rhs) and _zero(rhs, self.zeros):
+                    self.zeros.add(binder)
                 if self.dep(rhs):
                     self.dependent.update((binder,) if isinstance(binder, str) else binder)
                 return self.dep(body)
             case ir.Tuple(elems):
                 flags = [self.dep(x) for x in elems]
-                if any(flags) and not all(f or _zero(x) for f, x in zip(flags, elems)):
+                if any(flags) and not all(f or _zero(x, self.zeros) for f, x in zip(flags, elems)):
                     self.fail("a tuple mixes parts that depend on it with non-zero parts that do not", e)
                 return any(flags)
             case ir.Get(_, _, a) | ir.Inj(_, _, a):
@@ -126,12 +139,12 @@ class _Linear:
 
     def _branches(self, e: ir.Expr, bodies: list[ir.Expr]) -> bool:
         flags = [self.dep(b) for b in bodies]
-        if any(flags) and not all(f or _zero(b) for f, b in zip(flags, bodies)):
+        if any(flags) and not all(f or _zero(b, self.zeros) for f, b in zip(flags, bodies)):
             self.fail("one branch depends on it and another is a non-zero constant", e)
         return any(flags)
 
     def _call(self, e: ir.Call, f, arg: ir.Expr) -> bool:
-        args = arg.elems if isinstance(arg, ir.Tuple) else (arg,)
+        args = arg.elems if isinstance(arg, ir.Tuple) and f not in UNARY else (arg,)
         flags = [self.dep(a) for a in args]
         if not any(flags):
             return False
@@ -144,7 +157,7 @@ class _Linear:
             self.fail(f"'{name}' is applied to it (not a linear operation)", e)
         allowed = _LINEAR_IN[name]
         if allowed is None:
-            if not all(fl or _zero(a) for fl, a in zip(flags, args)):
+            if not all(fl or _zero(a, self.zeros) for fl, a in zip(flags, args)):
                 self.fail(f"'{name}' adds something that does not depend on it", e)
             return True
         bad = [k for k, fl in enumerate(flags) if fl and k not in allowed]
