@@ -179,7 +179,7 @@ def _show_value(v: object, t: Type) -> str:
         return "true" if v else "false"
     if isinstance(v, tuple):
         return "(" + ", ".join(_show_value(x, e) for x, e in zip(v, t.elems)) + ")"
-    if isinstance(v, float) and v == int(v) and abs(v) < 1e15:
+    if isinstance(v, float) and abs(v) < 1e15 and v == int(v):  # (inf and nan print as repr)
         return str(int(v))
     return repr(v)
 
