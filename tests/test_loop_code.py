@@ -45,10 +45,19 @@ def test_sum_of_build_is_one_loop():
     m = labrys.load(SRC, backend="interp")
     d = m.checked.typed(next(x for x in m.program.decls if isinstance(x, ir.Def) and x.name == "sqnorm"))
     fused = fuse_loops(d)
-    assert fused.body.func == "sumbuild" and fused.body.type == d.body.type
+    loop = fused.body.body.body  # (let (size n) (assert (lte size MAX) (sumbuild size f)))
+    assert isinstance(fused.body.body, ir.Assert) and loop.func == "sumbuild" and loop.type == d.body.type
     mc = labrys.load(SRC, backend="compiled")
     assert mc.sqnorm(np.arange(4.0)) == 14.0
     assert "_np.empty" not in mc.backend.sources["sqnorm"]
+
+
+def test_a_fused_loop_keeps_the_builds_size_check():
+    """sum (build 2^62 f) allocates nothing once fused, but it is still the interpreter's error."""
+    m = labrys.load("(def big Float (n : Integer) (sum (build n (lam (i : Integer) 1.0))))", backend="compiled")
+    assert m.big(10) == 10.0
+    with pytest.raises(labrys.LabrysError, match="too large to allocate"):
+        m.big(2 ** 62)
 
 
 @pytest.mark.parametrize("fn, args, ct", [
