@@ -182,6 +182,19 @@ def _optimise(d: ir.Def, work: Work) -> ir.Def:
     return ir.Def(d.name, d.ret, d.params, simplify(d.body), span=d.span)
 
 
+def _no_hand_written_rev(functions: Functions, base, f: Split, d: ir.Def) -> None:
+    """A callee g with a hand-written ``[rev g]`` (and no hand-written split pair) is
+    refused: its split pair would be generated from g's body, ignoring the derivative
+    the user wrote, which every other reverse mode calls."""
+    rev = functions.resolve(DerivedName("rev", base), TTuple((f.arg, tangent_type(f.ret))))
+    pair = functions.resolve(DerivedName("suffwdpass", base), f.arg)
+    written = [isinstance(x, Signature) and isinstance(x.decl, ir.Def) for x in (rev, pair)]
+    if written[0] and not written[1]:
+        raise LabrysError(f"procrev does not call a hand-written [rev {show_name(base)}] (the procedure language "
+                          "calls split pairs: write [suffwdpass g] and [sufrevpass g], or use rev or sufrev)",
+                          d.span)
+
+
 def _split_call(functions: Functions, fresh: FreshNames, d: ir.Def):
     """I⟦·⟧ of ``revf$f`` / ``revr$f`` (Note [Callees' split pairs] in proc_rev)."""
     def lower(s: Call, arg: ir.Expr, types: dict) -> ir.Expr:
@@ -191,6 +204,7 @@ def _split_call(functions: Functions, fresh: FreshNames, d: ir.Def):
         prim = lookup(f.func)
         if prim is None:
             base = pass_name(erase_types(f.func), f.arg, functions)
+            _no_hand_written_rev(functions, base, f, d)
             return ir.Call(DerivedName("suffwdpass" if f.forward else "sufrevpass", base), arg)
         if f.forward:  # revf$p(a) = (p(a), (a, p(a)))
             y = fresh("y")
