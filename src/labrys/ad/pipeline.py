@@ -34,7 +34,7 @@ from typing import Any, Callable
 from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.names import show_name
-from ..ir.traverse import FreshNames, all_names, children, nodes
+from ..ir.traverse import FreshNames, children, fresh_for, nodes  # noqa: F401  (fresh_for: the passes import it from here)
 from ..types.checker import Functions, check_def
 
 ORIGINAL = "original"
@@ -85,10 +85,6 @@ class Derived:
 
 def linting() -> bool:
     return os.environ.get("LABRYS_LINT", "") not in ("", "0")
-
-
-def fresh_for(d: ir.Def) -> FreshNames:
-    return FreshNames(all_names(d.body) | {p.name for p in d.params})
 
 
 def run_pipeline(passes: tuple[Pass, ...], d: ir.Def, work: Work, views: bool = False,

@@ -22,7 +22,7 @@ from ..context import Limits
 from ..errors import LabrysError, Span
 from ..ir import nodes as ir
 from ..ir.names import show_name
-from ..ir.traverse import FreshNames, all_names, nodes
+from ..ir.traverse import fresh_for, nodes
 from ..ir.types import FLOAT, INTEGER, TTensor, TTuple, Type
 from ..opt.anf import desugar_map
 from ..opt.fusion import fuse_loops
@@ -132,7 +132,7 @@ class NumbaModuleSource(PyModuleSource):
         """(map f v) over a vector as the build it is, so its lambda becomes a loop body."""
         if not any(isinstance(x, ir.Call) and x.func in ("map", "map2") for x in nodes(d.body)):
             return d
-        fresh = FreshNames(all_names(d.body) | {p.name for p in d.params})
+        fresh = fresh_for(d)
         return check_def(ir.Def(d.name, d.ret, d.params, desugar_map(d.body, fresh), span=d.span),
                          self.hooks.functions)
 

@@ -315,3 +315,8 @@ def map_bottom_up(e: Expr, f: Callable[[Expr], Expr]) -> Expr:
 def size(e: Expr) -> int:
     """Number of nodes: the measure rewriters and tests use."""
     return 1 + sum(size(c) for c, _ in children(e))
+
+
+def fresh_for(d) -> FreshNames:
+    """Fresh names for new binders in the def ``d``: distinct from its parameters and every name in its body."""
+    return FreshNames(all_names(d.body) | {p.name for p in d.params})

@@ -20,7 +20,7 @@ is re-run unfused on ``python``, which reports it (one semantics, not a loop of
 from __future__ import annotations
 
 from ..ir import nodes as ir
-from ..ir.traverse import FreshNames, all_names, map_bottom_up, nodes
+from ..ir.traverse import FreshNames, fresh_for, map_bottom_up, nodes
 from ..ir.types import BOOL, INTEGER, TTuple
 from ..prelude.vectors import max_elements
 from ..util.deep import deep
@@ -47,5 +47,5 @@ def fuse_loops(d: ir.Def) -> ir.Def:
     if not any(isinstance(x, ir.Call) and x.func == "sum" and isinstance(x.arg, ir.Call) and x.arg.func == "build"
                for x in nodes(d.body)):
         return d
-    fresh = FreshNames(all_names(d.body) | {p.name for p in d.params})
+    fresh = fresh_for(d)
     return ir.Def(d.name, d.ret, d.params, map_bottom_up(d.body, _fuser(fresh)), span=d.span)
