@@ -1,6 +1,7 @@
 """A bounded slice of the mutation testing of the algorithms' structural cases
 (the full run: ``python tests/mutation/run_structural.py``, docs/verification.md):
-one fault per family, planted in a let, if, tuple, loop or call rule, changes
+one fault per family, planted in a let, if, tuple, loop or call rule (or, for
+Smeding & Vákár's versions, an op's dual part and the run time's CALL), changes
 its algorithms' results on a def using that construct and is caught by verify."""
 from __future__ import annotations
 
@@ -22,6 +23,10 @@ MUTANTS = [
     StructuralMutant("dual", "if", "zero"),
     StructuralMutant("chadrev", "tuple", "scale2", 1),
     StructuralMutant("split", "call", "neg"),
+    StructuralMutant("dualrev", "if", "scale2"),        # Smeding & Vákár: the translation's if
+    StructuralMutant("dualrev_op", "op", "swap"),       # an op's operands' dual parts swapped
+    StructuralMutant("dualrev_rt", "call", "neg"),      # CALL's cotangent negated (D²–D⁵)
+    StructuralMutant("dualrev_rt", "record", "scale2"),  # an op's recorded partial doubled (dualrev, tape)
 ]
 
 
@@ -29,7 +34,8 @@ def test_structural_faults_are_caught():
     families = sorted({m.family for m in MUTANTS})
     result = run(families, progs=[PROGRAM], mutants=MUTANTS, log=lambda s: None)
     assert result["planted"] == len(MUTANTS) and not result["never_fired"] and not result["unaffected"]
-    for name in ("fwd", "rev", "dualfwd", "deltarev", "chadrev", "sufrev"):
+    for name in ("fwd", "rev", "dualfwd", "deltarev", "chadrev", "sufrev", "dualrev1", "dualrev2", "dualrev5",
+                 "dualrev", "dualrevtape"):
         assert result["algorithms"][name]["affected"] > 0, name
     for name, score in result["algorithms"].items():
         assert score["caught"] == score["affected"], (name, score["survivors"])

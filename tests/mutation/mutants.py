@@ -92,14 +92,19 @@ def _replace(e: ir.Expr, path: tuple, f) -> ir.Expr:
     return dataclasses.replace(e, **{name: _replace(getattr(e, name), rest, f)})
 
 
+SCALE = {"neg": -1.0, "scale2": 2.0}  # the factor of each scaling fault
+
+
+def scaled(op: str, e: ir.Expr) -> ir.Expr:
+    """The (co)tangent e with the fault op (neg, scale2, zero): ``ts_neg`` or ``ts_scale``
+    of it, in the vocabulary every algorithm's tangent spaces share."""
+    return C("ts_neg", e) if op == "neg" else C("ts_scale", const(0.0 if op == "zero" else SCALE[op]), e)
+
+
 def mutate_expr(e: ir.Expr, op: str, site: int) -> ir.Expr | None:
     """``e`` with the fault ``op`` at ``site``; None if e has no such site."""
-    if op == "neg":
-        return C("ts_neg", e)
-    if op == "scale2":
-        return C("ts_scale", const(2.0), e)
-    if op == "zero":
-        return C("ts_scale", const(0.0), e)
+    if op in ("neg", "scale2", "zero"):
+        return scaled(op, e)
     found = sites(e, "drop" if op.startswith("drop") else "swap")
     if site >= len(found):
         return None

@@ -101,12 +101,18 @@ def _loads(text: str) -> bool:
         return False
 
 
-def run_verify(p: Program) -> dict[tuple[str, str], tuple]:
-    """(function, algorithm) -> (ok, error, tolerance, detail) of every cell."""
+def run_verify(p: Program, options: dict = OPTIONS, crash_rejects: bool = False) -> dict[tuple[str, str], tuple]:
+    """(function, algorithm) -> (ok, error, tolerance, detail) of every cell.  With
+    ``crash_rejects``, a mutant that breaks a generator (a Python exception) counts as
+    the algorithm refusing the program (ok None), as a type checker's rejection does."""
     try:
-        rows = verify(labrys.load(p.text, backend="interp"), **OPTIONS)
+        rows = verify(labrys.load(p.text, backend="interp"), **options)
     except LabrysError as exc:
         return {("-", "-"): (False, 0.0, 0.0, str(exc))}
+    except Exception as exc:
+        if not crash_rejects:
+            raise
+        return {("-", "-"): (None, 0.0, 0.0, f"{type(exc).__name__}: {exc}")}
     return {(r.function, name): (c.ok, c.error, c.tolerance, c.detail) for r in rows for name, c in r.cells.items()}
 
 
@@ -166,31 +172,64 @@ def run(prims: list[str], n_random: int = 40, log=print, programs_of=None) -> di
                     affected |= a
                     caught |= c
                     rejected |= r
-            for name in affected:
-                scores[name].affected += 1
-                if name in caught:
-                    scores[name].caught += 1
-                else:
-                    scores[name].survivors.append(m.describe())
+            tally(scores, m.describe(), affected, caught)
             if not affected:
                 (rejected_all if rejected else unaffected).append(m.describe())
             log(f"{m.describe()}: affects {', '.join(sorted(affected)) or '-'}; "
                 f"survives in {', '.join(sorted(affected - caught)) or '-'}")
-    return {"planted": planted_count,
-            "algorithms": {n: {"affected": s.affected, "caught": s.caught, "survivors": s.survivors}
-                           for n, s in sorted(scores.items())},
+    return {"planted": planted_count, "algorithms": scores_json(scores),
             "unaffected": unaffected, "rejected_by_type_checker": rejected_all}
 
 
-def summary(result: dict) -> str:
-    lines = [f"{result['planted']} mutants planted in the primitives' fwd and rev rules", "",
+# --- what run.py and run_structural.py share: the score per algorithm, the report, the command line ---
+
+def tally(scores: dict[str, Score], who: str, affected: set[str], caught: set[str]) -> None:
+    """Count one mutant for every algorithm it affected."""
+    for name in affected:
+        scores[name].affected += 1
+        if name in caught:
+            scores[name].caught += 1
+        else:
+            scores[name].survivors.append(who)
+
+
+def scores_json(scores: dict[str, Score]) -> dict:
+    return {n: {"affected": s.affected, "caught": s.caught, "survivors": s.survivors}
+            for n, s in sorted(scores.items())}
+
+
+def score_table(result: dict, what: str) -> list[str]:
+    """The report's head: the mutants planted, the score per algorithm, every survivor."""
+    lines = [f"{result['planted']} mutants planted in {what}", "",
              "| algorithm | mutants that change it | caught | score |", "|---|---|---|---|"]
     for name, s in result["algorithms"].items():
         score = s["caught"] / s["affected"] if s["affected"] else 1.0
         lines.append(f"| {name} | {s['affected']} | {s['caught']} | {100 * score:.1f}% |")
     for name, s in result["algorithms"].items():
-        for who in s["survivors"]:
-            lines.append(f"survivor ({name}): {who}")
+        lines += [f"survivor ({name}): {who}" for who in s["survivors"]]
+    return lines
+
+
+def command(doc: str, metavar: str, targets: str, random_default: int, argv: list[str] | None,
+            run_one, summarise) -> int:
+    """The runners' command line: ``TARGET ... [--random N] [--json out.json] [--quiet]``;
+    ``run_one(targets, n_random, log)`` makes the result, ``summarise`` its report."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("targets", nargs="*", metavar=metavar, help=targets)
+    ap.add_argument("--random", type=int, default=random_default,
+                    help=f"random programs in the sweep (default {random_default})")
+    ap.add_argument("--json", help="write the result here")
+    ap.add_argument("--quiet", action="store_true")
+    args = ap.parse_args(argv)
+    result = run_one(args.targets, args.random, (lambda s: None) if args.quiet else print)
+    print(summarise(result))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2))
+    return 0
+
+
+def summary(result: dict) -> str:
+    lines = score_table(result, "the primitives' fwd and rev rules")
     lines.append(f"{len(result['unaffected'])} mutants change no algorithm's results on these programs")
     lines += [f"  unaffected: {w}" for w in result["unaffected"]]
     lines.append(f"{len(result['rejected_by_type_checker'])} mutants are rejected by the type checker")
@@ -200,18 +239,11 @@ def summary(result: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     from labrys.prelude import PRIMITIVES
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("prims", nargs="*", help="primitives (default: every one with derivative rules)")
-    ap.add_argument("--random", type=int, default=40, help="random programs in the sweep (default 40)")
-    ap.add_argument("--json", help="write the result here")
-    ap.add_argument("--quiet", action="store_true")
-    args = ap.parse_args(argv)
-    prims = args.prims or sorted(p for p, v in PRIMITIVES.items() if {"fwd", "rev"} & set(v.rules))
-    result = run(prims, args.random, log=(lambda s: None) if args.quiet else print)
-    print(summary(result))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2))
-    return 0
+    def run_prims(prims: list[str], n_random: int, log) -> dict:
+        return run(prims or sorted(p for p, v in PRIMITIVES.items() if {"fwd", "rev"} & set(v.rules)), n_random,
+                   log=log)
+    return command(__doc__, "PRIM", "primitives (default: every one with derivative rules)", 40, argv,
+                   run_prims, summary)
 
 
 if __name__ == "__main__":

@@ -17,9 +17,7 @@ a mutant that never fires (no program reaches its site) is reported apart.
 """
 from __future__ import annotations
 
-import argparse
 import importlib
-import json
 import sys
 import warnings
 from collections import defaultdict
@@ -28,12 +26,11 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(TESTS))
 
-import labrys  # noqa: E402
 
 verify_module = importlib.import_module("labrys.verify")  # labrys.verify is also the function
-from labrys.errors import LabrysError  # noqa: E402
-from mutation.run import Program, Score, judge  # noqa: E402
+from mutation.run import Program, Score, command, judge, run_verify, score_table, scores_json, tally  # noqa: E402
 from mutation.structural import StructuralMutant, planted, structural_mutants  # noqa: E402
+from mutation.structural_dualrev import VERSIONS  # noqa: E402
 
 ROOT = TESTS.parent
 OPTIONS = dict(points=3, seed=0, edges=False)
@@ -46,6 +43,9 @@ FAMILIES = {  # the algorithms each family's cases reach
     "chadfwd": ("chadfwd", "chadrev"),
     "chadrev": ("chadfwd", "chadrev"),
     "split": ("fwd", "sufrev"),
+    "dualrev": VERSIONS,
+    "dualrev_op": VERSIONS,
+    "dualrev_rt": VERSIONS,
 }
 
 STRUCTURE = Program("structure", """
@@ -78,17 +78,6 @@ def programs(n_random: int) -> list[Program]:
     return out + random_programs(n_random)
 
 
-def run_verify(p: Program) -> dict:
-    """(function, algorithm) -> cell (of the algorithms verify is restricted to, see _only)."""
-    try:
-        rows = verify_module.verify(labrys.load(p.text, backend="interp"), **OPTIONS)
-    except LabrysError as exc:
-        return {("-", "-"): (False, 0.0, 0.0, str(exc))}
-    except Exception as exc:  # a mutant that breaks the generator: the algorithm refuses the program
-        return {("-", "-"): (None, 0.0, 0.0, f"{type(exc).__name__}: {exc}")}
-    return {(r.function, name): (c.ok, c.error, c.tolerance, c.detail) for r in rows for name, c in r.cells.items()}
-
-
 def _only(names: tuple[str, ...]):
     everything = verify_module.algorithms
 
@@ -111,7 +100,7 @@ def run(families: list[str], n_random: int = 8, log=print, progs: list[Program] 
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                base = [run_verify(p) for p in progs]
+                base = [run_verify(p, OPTIONS, crash_rejects=True) for p in progs]
             for m in [m for m in (mutants or structural_mutants((family,))) if m.family == family]:
                 planted_count += 1
                 affected: set[str] = set()
@@ -119,37 +108,24 @@ def run(families: list[str], n_random: int = 8, log=print, progs: list[Program] 
                 with planted(m) as fired, warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     for p, b in zip(progs, base):
-                        a, c, _ = judge(b, run_verify(p), list(names))
+                        a, c, _ = judge(b, run_verify(p, OPTIONS, crash_rejects=True), list(names))
                         affected |= a
                         caught |= c
                 if not fired[0]:
                     never_fired.append(m.describe())
                 elif not affected:
                     unaffected.append(m.describe())
-                for name in affected:
-                    scores[name].affected += 1
-                    if name in caught:
-                        scores[name].caught += 1
-                    else:
-                        scores[name].survivors.append(m.describe())
+                tally(scores, m.describe(), affected, caught)
                 log(f"{m.describe()}: fired {fired[0]}; affects {', '.join(sorted(affected)) or '-'}; "
                     f"survives in {', '.join(sorted(affected - caught)) or '-'}")
         finally:
             verify_module.algorithms = everything
-    return {"planted": planted_count,
-            "algorithms": {n: {"affected": s.affected, "caught": s.caught, "survivors": s.survivors}
-                           for n, s in sorted(scores.items())},
+    return {"planted": planted_count, "algorithms": scores_json(scores),
             "never_fired": never_fired, "unaffected": unaffected}
 
 
 def summary(result: dict) -> str:
-    lines = [f"{result['planted']} mutants planted in the algorithms' structural cases", "",
-             "| algorithm | mutants that change it | caught | score |", "|---|---|---|---|"]
-    for name, s in result["algorithms"].items():
-        score = s["caught"] / s["affected"] if s["affected"] else 1.0
-        lines.append(f"| {name} | {s['affected']} | {s['caught']} | {100 * score:.1f}% |")
-    for name, s in result["algorithms"].items():
-        lines += [f"survivor ({name}): {who}" for who in s["survivors"]]
+    lines = score_table(result, "the algorithms' structural cases")
     lines.append(f"{len(result['never_fired'])} mutants never fire on these programs")
     lines += [f"  never fired: {w}" for w in result["never_fired"]]
     lines.append(f"{len(result['unaffected'])} mutants fire but change no result")
@@ -158,17 +134,8 @@ def summary(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("families", nargs="*", help=f"families (default: {' '.join(FAMILIES)})")
-    ap.add_argument("--random", type=int, default=8, help="random programs in the sweep (default 8)")
-    ap.add_argument("--json", help="write the result here")
-    ap.add_argument("--quiet", action="store_true")
-    args = ap.parse_args(argv)
-    result = run(args.families or list(FAMILIES), args.random, log=(lambda s: None) if args.quiet else print)
-    print(summary(result))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2))
-    return 0
+    return command(__doc__, "FAMILY", f"families (default: {' '.join(FAMILIES)})", 8, argv,
+                   lambda families, n_random, log: run(families or list(FAMILIES), n_random, log=log), summary)
 
 
 if __name__ == "__main__":

@@ -50,12 +50,15 @@ from typing import Any, Callable, Iterator
 
 from labrys.ad import bog, chad_fwd, chad_rev, jacobian, linear
 from labrys.ad.dual_numbers import Translation
+from labrys.ad.dualrev_common import BPReals
 from labrys.ir import nodes as ir
 from labrys.ir.build import C, V, get, let, tup
 from labrys.ir.nodes import const
 from labrys.ir.types import FLOAT, TLM
 from labrys.types.primitives import lookup
-from mutation.structural_cases import SCALE, chad_case, chad_mutate, wrap_lm, wrap_split
+from mutation.mutants import SCALE, scaled
+from mutation.structural_cases import chad_case, chad_mutate, wrap_lm, wrap_split
+from mutation.structural_dualrev import dual_part_fault, dualrev_mutants, planted_dualrev
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,8 @@ class StructuralMutant:
     def describe(self) -> str:
         part = f" (part {self.site + 1})" if self.site else ""
         what = {"neg": "sign flipped", "scale2": "scaled by 2", "zero": "dropped", "drop0": "first term dropped",
-                "drop1": "second term dropped", "swap": "parts swapped"}[self.op]
+                "drop1": "second term dropped", "swap": "parts swapped", "drop": "term dropped",
+                "reuse": "the ID counter not bumped", "first": "only the first output seeded"}[self.op]
         return f"{self.family} {self.case}{part}: {what}"
 
 
@@ -195,7 +199,10 @@ def _dual_fault(tr: Translation, out: ir.Expr, op: str) -> ir.Expr:
     """A translated Float (a dual pair) with its derivative part changed."""
     p = tr.fresh("mut")
     d = get(2, 2, V(p))
-    new = tr.reals.zero if op == "zero" else tr.reals.scale(const(SCALE[op]), d)
+    if isinstance(tr.reals, BPReals):  # Smeding & Vákár: a backpropagator is built in one piece
+        new = dual_part_fault(tr, d, op)
+    else:
+        new = tr.reals.zero if op == "zero" else tr.reals.scale(const(SCALE[op]), d)
     return let(p, out, tup(get(1, 2, V(p)), new))
 
 
@@ -263,7 +270,7 @@ def _wrap_transpose(m: StructuralMutant, fired: list[int]):
             return None
         if m.op in ("neg", "scale2"):
             fired[0] += 1
-            r = self.bind(C("ts_neg", r) if m.op == "neg" else C("ts_scale", const(2.0), r), out)
+            r = self.bind(scaled(m.op, r), out)
             return original(self, lm, r, acc, witness, out)
         if m.case == "add" and m.op in ("drop0", "drop1"):
             fired[0] += 1
@@ -280,6 +287,7 @@ TARGETS = {  # family -> (class, method)
     "nabla": (jacobian.Nabla, "expr"),
     "transpose": (linear.Transposer, "reverse"),
     "dual": (Translation, "expr"),
+    "dualrev": (Translation, "expr"),
     "chadfwd": (chad_fwd.Fwd, "term"),
     "chadrev": (chad_rev.Rev, "term"),
     "split": (bog.Split, "binding"),
@@ -292,10 +300,14 @@ TARGETS = {  # family -> (class, method)
 def planted(m: StructuralMutant) -> Iterator[list[int]]:
     """Install m for the duration; yields a counter of how often it fired."""
     fired = [0]
+    if m.family in ("dualrev_op", "dualrev_rt"):
+        with planted_dualrev(m, fired):
+            yield fired
+        return
     cls, method = TARGETS[m.family]
     if m.family == "nabla":
         original, mutated = _wrap_expr(cls, method, _nabla_case, _nabla_mutate, m, fired)
-    elif m.family == "dual":
+    elif m.family in ("dual", "dualrev"):
         original, mutated = _wrap_expr(cls, method, _dual_case, _dual_mutate, m, fired)
     elif m.family in ("chadfwd", "chadrev"):
         original, mutated = _wrap_expr(cls, method, chad_case, chad_mutate, m, fired)
@@ -313,7 +325,7 @@ def planted(m: StructuralMutant) -> Iterator[list[int]]:
 
 
 def structural_mutants(families: tuple[str, ...] = ("nabla", "transpose", "apply", "closed", "dual", "chadfwd",
-                                                    "chadrev", "split")
+                                                    "chadrev", "split", "dualrev", "dualrev_op", "dualrev_rt")
                        ) -> list[StructuralMutant]:
     """Every structural mutant of the families."""
     out: list[StructuralMutant] = []
@@ -337,12 +349,7 @@ def structural_mutants(families: tuple[str, ...] = ("nabla", "transpose", "apply
                                                                     "one") for op in ops]
             out += [StructuralMutant(family, "add", op) for op in ("drop0", "drop1")]
     if "dual" in families:
-        out += [StructuralMutant("dual", "let", op) for op in ops]
-        out += [StructuralMutant("dual", "if", op, s) for op in ops for s in (0, 1)]
-        out += [StructuralMutant("dual", "if", "swap")]
-        out += [StructuralMutant("dual", "tuple", op, s) for op in ops for s in (0, 1)]
-        out += [StructuralMutant("dual", "case", op, s) for op in ops for s in (0, 1)]
-        out += [StructuralMutant("dual", case, op) for case in ("get", "app", "call", "lam") for op in ops]
+        out += _dual_cases("dual")
     for family in ("chadfwd", "chadrev"):
         if family in families:
             out += [StructuralMutant(family, "let", op) for op in ops]
@@ -352,4 +359,15 @@ def structural_mutants(families: tuple[str, ...] = ("nabla", "transpose", "apply
         out += [StructuralMutant("split", case, op) for case in ("var", "dup", "get", "if") for op in ops]
         out += [StructuralMutant("split", case, op, s)
                 for case in ("tuple", "loop", "call") for op in ops for s in (0, 1)]
-    return out
+    return out + dualrev_mutants(families, StructuralMutant, _dual_cases)
+
+
+def _dual_cases(family: str) -> list[StructuralMutant]:
+    """The dual-number translation's mutants (Krawiec et al.'s, and Smeding & Vákár's)."""
+    ops = ("neg", "scale2", "zero")
+    return ([StructuralMutant(family, "let", op) for op in ops]
+            + [StructuralMutant(family, "if", op, s) for op in ops for s in (0, 1)]
+            + [StructuralMutant(family, "if", "swap")]
+            + [StructuralMutant(family, "tuple", op, s) for op in ops for s in (0, 1)]
+            + [StructuralMutant(family, "case", op, s) for op in ops for s in (0, 1)]
+            + [StructuralMutant(family, case, op) for case in ("get", "app", "call", "lam") for op in ops])

@@ -11,9 +11,7 @@ from labrys.ir.build import C, V, tup
 from labrys.ir.nodes import const
 from labrys.ir.types import FLOAT
 from labrys.types.primitives import lookup
-
-SCALE = {"neg": -1.0, "scale2": 2.0}
-
+from mutation.mutants import SCALE, scaled
 
 # --- CHAD (Vákár & Smeding): the (co)tangent map of a Float a case produces -------------------
 
@@ -122,8 +120,7 @@ def wrap_split(m: Any, fired: list[int]):
             name, value = b.cur[k]
             if not isinstance(value, str):  # "∂t": the block's incoming cotangent, bound later
                 fired[0] += 1
-                b.cur[k] = (name, C("ts_neg", value) if m.op == "neg" else
-                            C("ts_scale", const(0.0 if m.op == "zero" else 2.0), value))
+                b.cur[k] = (name, scaled(m.op, value))
         return out
     return original, mutated
 
@@ -152,5 +149,5 @@ def wrap_lm(m: Any, fired: list[int], cls: type, method: str):
                 self.reverse_closed(keep, rest[0], rest[1])
         fired[0] += 1
         got = original(self, f, arg, lm, *rest)
-        return C("ts_neg", got) if m.op == "neg" else C("ts_scale", const(0.0 if m.op == "zero" else 2.0), got)
+        return scaled(m.op, got)
     return original, mutated

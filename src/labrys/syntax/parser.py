@@ -10,160 +10,28 @@ from __future__ import annotations
 
 import re
 
-from ..errors import LabrysError, Source, Span
+from ..errors import Source, Span
 from ..ir import nodes as ir
-from ..ir.names import DerivedName, Name, TypedName
-from ..ir.types import BASE_TYPES, TLM, TBase, TLam, TSum, TTensor, TTuple, Type
+from ..ir.types import TSum
 from ..util.deep import deep, gc_paused
 from . import knossos_forms
 from .knossos_forms import bind_sizes, dummy_value, operator_name, size_variables, type_applied
+from .parse_names import (
+    KEYWORDS,
+    edef_arg_type,
+    error_at,
+    is_symbol,
+    parse_name,
+    parse_param,
+    parse_params,
+    parse_type,
+    parse_wrt,
+    symbol,
+    type_from_items,
+)
 from .sexpr import Atom, SExpr, SList, read
 
 _GET = re.compile(r"get\$([0-9]+)\$([0-9]+)\Z")
-# Older Knossos programs spell [fwd f] as fwd$f (and [D $ranhashdoub] as D$$ranhashdoub).
-_OLD_DERIVED = re.compile(r"(D|Dt|R|fwd|rev|revl|fwdt|revt|CL|shape|suffwdpass|sufrevpass|sufrev)\$(.+)\Z")
-_TYPE_HEADS = {"Tuple", "Vec", "Tensor", "Lam", "Lambda", "LM", "Sum"}  # Lambda: lambda.ks's Lam
-_KEYWORDS = {"let", "if", "tuple", "lam", "assert", "inl", "inr", "case", "fn",
-             "def", "edef", "gdef", "rule", ":"}
-
-
-def _err(msg: str, where: SExpr | Span) -> LabrysError:
-    return LabrysError(msg, where if isinstance(where, Span) else where.span)
-
-
-def _sym(x: SExpr, what: str) -> str:
-    if isinstance(x, Atom) and x.kind == "sym":
-        return x.value
-    raise _err(f"expected {what}", x)
-
-
-def _is_sym(x: SExpr, value: str | None = None) -> bool:
-    return isinstance(x, Atom) and x.kind == "sym" and (value is None or x.value == value)
-
-
-# --- types ------------------------------------------------------------------
-
-
-def parse_type(x: SExpr) -> Type:
-    if isinstance(x, Atom):
-        if x.kind == "sym" and x.value in BASE_TYPES:
-            return BASE_TYPES[x.value]
-        if x.kind == "sym" and x.value in ("Tuple", "Allocator"):   # Note [Destination-passing style]
-            return TTuple(())
-        if x.kind == "sym" and x.value in knossos_forms.TYPE_VARIABLES.get():
-            return TBase(x.value)
-        raise _err(f"unknown type '{x.text}'", x)
-    return _type_from_items(x.items, x)
-
-
-def _type_from_items(items: tuple[SExpr, ...], where: SExpr | Span) -> Type:
-    """A type written as a sequence: ``Tuple Float Float``, ``Vec (Vec Float)``."""
-    if not items:
-        raise _err("expected a type", where)
-    head = items[0]
-    if len(items) == 1:
-        return parse_type(head)
-    if not _is_sym(head) or head.value not in _TYPE_HEADS:
-        raise _err("expected a type", head)
-    args = items[1:]
-    name = head.value
-
-    def arity(k: int) -> None:
-        if len(args) != k:
-            raise _err(f"'{name}' takes {k} type argument{'s' * (k != 1)}, got {len(args)}", where)
-
-    if name == "Tuple":
-        return TTuple(tuple(parse_type(a) for a in args))
-    if name == "Vec":
-        if len(args) == 2:   # Note [Sized vectors]: (Vec n T) of the oldest Knossos programs
-            return TTensor(1, parse_type(args[1]))
-        arity(1)
-        return TTensor(1, parse_type(args[0]))
-    if name == "Tensor":
-        arity(2)
-        rank = args[0]
-        if not (isinstance(rank, Atom) and rank.kind == "int" and rank.value >= 1):
-            raise _err("a Tensor rank is a positive integer", rank)
-        return TTensor(rank.value, parse_type(args[1]))
-    arity(2)
-    ctor = {"Lam": TLam, "Lambda": TLam, "LM": TLM, "Sum": TSum}[name]
-    return ctor(parse_type(args[0]), parse_type(args[1]))
-
-
-def _edef_arg_type(x: SExpr) -> Type:
-    """``(Float Float)`` (old style list of types), ``(Tuple ...)``, ``Float``."""
-    if isinstance(x, SList) and x.items and _is_sym(x.items[0]) and x.items[0].value in _TYPE_HEADS:
-        return parse_type(x)
-    if isinstance(x, SList):
-        types = tuple(parse_type(t) for t in x.items)
-        return types[0] if len(types) == 1 else TTuple(types)
-    return parse_type(x)
-
-
-# --- names and parameters ---------------------------------------------------
-
-
-def _looks_like_type(x: SExpr) -> bool:
-    if isinstance(x, Atom):
-        return x.kind == "sym" and (x.value in BASE_TYPES or x.value in ("Tuple", "Allocator"))
-    return bool(x.items) and _is_sym(x.items[0]) and x.items[0].value in _TYPE_HEADS
-
-
-def parse_name(x: SExpr) -> Name:
-    """``f``, ``[f T]``, ``[rev f]``, ``[fwd [f (Tuple Float Float)]]``."""
-    if isinstance(x, Atom):
-        name = _sym(x, "a function name")
-        old = _OLD_DERIVED.match(name)
-        return DerivedName(knossos_forms.OLD_DERIVATIONS.get(old.group(1), old.group(1)), old.group(2)) if old else name
-    if x.bracket != "[" or len(x.items) < 2:
-        raise _err("expected a function name such as f, [f Float] or [rev f]", x)
-    head, rest = x.items[0], x.items[1:]
-    if len(rest) == 2 and _is_wrt(rest[1]) and not _looks_like_type(rest[0]):
-        return DerivedName(_sym(head, "a derivation name"), parse_name(rest[0]), parse_wrt(rest[1]))
-    if len(rest) == 1 and not _looks_like_type(rest[0]):
-        return DerivedName(_sym(head, "a derivation name"), parse_name(rest[0]))
-    return TypedName(_sym(head, "a function name"), _type_from_items(rest, x))
-
-
-def _is_wrt(x: SExpr) -> bool:
-    return isinstance(x, SList) and bool(x.items) and _is_sym(x.items[0], "wrt")
-
-
-def parse_wrt(x: SExpr) -> tuple[str, ...]:
-    """``(wrt a b ...)``: the parameters a derivative is taken with respect to (docs/activity.md)."""
-    if not _is_wrt(x) or len(x.items) < 2:
-        raise _err("expected '(wrt PARAM ...)', naming at least one parameter", x)
-    names = tuple(_sym(a, "a parameter name") for a in x.items[1:])
-    for k, a in enumerate(names):
-        if a in names[:k]:
-            raise _err(f"parameter '{a}' appears twice in wrt", x.items[k + 1])
-    return names
-
-
-def _param(x: SExpr) -> ir.Param:
-    if not (isinstance(x, SList) and len(x.items) >= 3 and _is_sym(x.items[1], ":")):
-        raise _err("expected a parameter '(name : Type)'", x)
-    name = _sym(x.items[0], "a parameter name")
-    if name in _KEYWORDS or name in ("true", "false"):
-        raise _err(f"'{name}' is a keyword and cannot name a parameter", x.items[0])
-    return ir.Param(name, _type_from_items(x.items[2:], x), span=x.span)
-
-
-def parse_params(x: SExpr) -> tuple[ir.Param, ...]:
-    """``(x : T)``, ``((x : T) (y : U) ...)`` or ``()``."""
-    if not isinstance(x, SList):
-        raise _err("expected parameters: '(x : T)', '((x : T) (y : U))' or '()'", x)
-    if len(x.items) >= 2 and _is_sym(x.items[1], ":"):
-        return (_param(x),)
-    params = tuple(_param(p) for p in x.items)
-    seen: dict[str, ir.Param] = {}
-    for p in params:
-        if p.name in seen:
-            raise _err(f"parameter '{p.name}' appears twice", p.span)
-        seen[p.name] = p
-    return params
-
-
 # --- expressions ------------------------------------------------------------
 
 
@@ -190,11 +58,11 @@ class _ExprParser:
         if isinstance(x, Atom):
             return self.atom(x)
         if x.bracket == "[":
-            raise _err("a structured name like [f T] can only be called: write (fn [f T]) for its value", x)
+            raise error_at("a structured name like [f T] can only be called: write (fn [f T]) for its value", x)
         if not x.items:
-            raise _err("empty expression '()'; the unit value is written (tuple)", x)
+            raise error_at("empty expression '()'; the unit value is written (tuple)", x)
         head = x.items[0]
-        if _is_sym(head):
+        if is_symbol(head):
             form = _FORMS.get(head.value)
             if form is not None and not self.scope.get(head.value):
                 return form(self, x, x.items[1:])
@@ -207,8 +75,8 @@ class _ExprParser:
         if x.kind == "sym":
             if x.value in ("true", "false"):
                 return ir.const(x.value == "true", span=x.span)
-            if x.value in _KEYWORDS:
-                raise _err(f"'{x.value}' is a keyword, not a value", x)
+            if x.value in KEYWORDS:
+                raise error_at(f"'{x.value}' is a keyword, not a value", x)
             return ir.Var(x.value, span=x.span)
         return ir.const(x.value, span=x.span)
 
@@ -216,12 +84,12 @@ class _ExprParser:
         if isinstance(head, Atom) and head.kind != "sym" and not args:
             return self.atom(head)  # Note [Parenthesised atoms]: (0.0) is 0.0
         if isinstance(head, SList) and head.bracket == "(":
-            raise _err("only a named function can be called; bind the function to a variable first", head)
+            raise error_at("only a named function can be called; bind the function to a variable first", head)
         # a local's name is never an old-style derived name like D$f
-        name = head.value if _is_sym(head) and self.scope.get(head.value) else parse_name(head)
+        name = head.value if is_symbol(head) and self.scope.get(head.value) else parse_name(head)
         if isinstance(name, str) and not self.scope.get(name):
             name = operator_name(name, len(args)) or name   # Note [Symbolic operators]
-        if len(args) >= 2 and _is_sym(args[0], "@") and not self.scope.get("@"):
+        if len(args) >= 2 and is_symbol(args[0], "@") and not self.scope.get("@"):
             name, args = type_applied(name, parse_type(args[1])), args[2:]   # Note [Type applications]
         if name in _OLD_FUNCTION_ARGS:
             return self.old_function_args(x, name, args)
@@ -248,22 +116,22 @@ class _ExprParser:
 
     def arity(self, x: SList, args: tuple, k: int, shape: str) -> None:
         if len(args) != k:
-            raise _err(f"malformed '{x.items[0].value}': expected {shape}", x)
+            raise error_at(f"malformed '{x.items[0].value}': expected {shape}", x)
 
     def form_let(self, x: SList, args: tuple[SExpr, ...]) -> ir.Expr:
         self.arity(x, args, 2, "(let (x e) body) or (let ((x e) ...) body)")
         bindings, body = args
         if not isinstance(bindings, SList) or bindings.bracket != "(":
-            raise _err("expected let bindings: (x e), ((a b) e) or ((x e) (y f) ...)", bindings)
+            raise error_at("expected let bindings: (x e), ((a b) e) or ((x e) (y f) ...)", bindings)
         single = _binding_pattern(bindings)
         group = [bindings] if single is not None else list(bindings.items)
         if not group:
-            raise _err("a let needs at least one binding", bindings)
+            raise error_at("a let needs at least one binding", bindings)
         lets = []
         for b in group:
             pattern = _binding_pattern(b)
             if pattern is None:
-                raise _err("expected a let binding (x e) or ((a b ...) e)", b)
+                raise error_at("expected a let binding (x e) or ((a b ...) e)", b)
             rhs = self.expr(b.items[1])
             lets.append((pattern, rhs, b.span))
             self.bind(pattern if isinstance(pattern, tuple) else (pattern,))
@@ -287,12 +155,12 @@ class _ExprParser:
     def form_get(self, x: SList, i: int, n: int) -> ir.Expr:
         self.arity(x, x.items[1:], 1, "(get$i$n e)")
         if not 1 <= i <= n:
-            raise _err(f"get${i}${n}: the index must be between 1 and {n}", x.items[0])
+            raise error_at(f"get${i}${n}: the index must be between 1 and {n}", x.items[0])
         return ir.Get(i, n, self.expr(x.items[1]), span=x.span)
 
     def form_lam(self, x: SList, args: tuple[SExpr, ...]) -> ir.Expr:
         self.arity(x, args, 2, "(lam (x : T) body)")
-        p = _param(args[0])
+        p = parse_param(args[0])
         return ir.Lam(p.name, p.type, self.under((p.name,), args[1]), span=x.span)
 
     def form_assert(self, x: SList, args: tuple[SExpr, ...]) -> ir.Expr:
@@ -303,7 +171,7 @@ class _ExprParser:
         self.arity(x, args, 2, f"({'inl' if left else 'inr'} (Sum A B) e)")
         t = parse_type(args[0])
         if not isinstance(t, TSum):
-            raise _err("an injection carries its full (Sum A B) type", args[0])
+            raise error_at("an injection carries its full (Sum A B) type", args[0])
         return ir.Inj(left, t, self.expr(args[1]), span=x.span)
 
     def form_inl(self, x: SList, args: tuple[SExpr, ...]) -> ir.Expr:
@@ -318,10 +186,10 @@ class _ExprParser:
         alts = []
         for alt, tag in zip(args[1:], ("inl", "inr")):
             ok = (isinstance(alt, SList) and len(alt.items) == 2 and isinstance(alt.items[0], SList)
-                  and len(alt.items[0].items) == 2 and _is_sym(alt.items[0].items[0], tag))
+                  and len(alt.items[0].items) == 2 and is_symbol(alt.items[0].items[0], tag))
             if not ok:
-                raise _err(f"expected the alternative (({tag} x) body)", alt)
-            var = _sym(alt.items[0].items[1], "a variable")
+                raise error_at(f"expected the alternative (({tag} x) body)", alt)
+            var = symbol(alt.items[0].items[1], "a variable")
             alts.append((var, self.under((var,), alt.items[1])))
         (lv, lb), (rv, rb) = alts
         return ir.Case(scrut, lv, lb, rv, rb, span=x.span)
@@ -329,8 +197,8 @@ class _ExprParser:
     def form_dummy(self, x: SList, args: tuple[SExpr, ...]) -> ir.Expr:
         """``($dummy T)``: Note [$dummy] in knossos_forms.py."""
         if not args:
-            raise _err("malformed '$dummy': expected ($dummy TYPE)", x)
-        return dummy_value(_type_from_items(args, x), x.span)
+            raise error_at("malformed '$dummy': expected ($dummy TYPE)", x)
+        return dummy_value(type_from_items(args, x), x.span)
 
     def form_fn(self, x: SList, args: tuple[SExpr, ...]) -> ir.Expr:
         self.arity(x, args, 1, "(fn NAME) or (fn [NAME T])")
@@ -357,12 +225,12 @@ def _binding_pattern(b: SExpr) -> str | tuple[str, ...] | None:
     if not (isinstance(b, SList) and b.bracket == "(" and len(b.items) == 2):
         return None
     p = b.items[0]
-    if _is_sym(p) and p.value not in _KEYWORDS:
+    if is_symbol(p) and p.value not in KEYWORDS:
         return p.value
-    if isinstance(p, SList) and p.bracket == "(" and all(_is_sym(v) and v.value not in _KEYWORDS for v in p.items):
+    if isinstance(p, SList) and p.bracket == "(" and all(is_symbol(v) and v.value not in KEYWORDS for v in p.items):
         names = tuple(v.value for v in p.items)
         if len(set(names)) != len(names):
-            raise _err("a tuple pattern binds each name once", p)
+            raise error_at("a tuple pattern binds each name once", p)
         return names
     return None
 
@@ -371,36 +239,36 @@ def _binding_pattern(b: SExpr) -> str | tuple[str, ...] | None:
 
 
 def _decl(x: SExpr) -> ir.Decl:
-    if not (isinstance(x, SList) and x.items and _is_sym(x.items[0])):
-        raise _err("expected a top-level declaration: (def ...), (edef ...), (gdef ...) or (rule ...)", x)
+    if not (isinstance(x, SList) and x.items and is_symbol(x.items[0])):
+        raise error_at("expected a top-level declaration: (def ...), (edef ...), (gdef ...) or (rule ...)", x)
     kind, args = x.items[0].value, x.items[1:]
     if kind == "def" and len(args) == 5 and isinstance(args[1], SList) and args[1].bracket == "[":
         return knossos_forms.polymorphic_def(x, args, _decl)   # Note [Polymorphic defs] in types/poly.py
     if kind == "def":
         if len(args) != 4:
-            raise _err("malformed def: expected (def NAME RETTYPE PARAMS BODY)", x)
+            raise error_at("malformed def: expected (def NAME RETTYPE PARAMS BODY)", x)
         name, params = parse_name(args[0]), parse_params(args[2])
         sizes = size_variables(args[2], tuple(p.name for p in params))   # Note [Sized vectors]
         body = _ExprParser().under(tuple(p.name for p in params) + tuple(n for n, _ in sizes), args[3])
         return ir.Def(name, parse_type(args[1]), params, bind_sizes(sizes, body), span=x.span)
     if kind == "edef":
         if len(args) != 3:
-            raise _err("malformed edef: expected (edef NAME RETTYPE ARGTYPE)", x)
-        return ir.Edef(parse_name(args[0]), parse_type(args[1]), _edef_arg_type(args[2]), span=x.span)
+            raise error_at("malformed edef: expected (edef NAME RETTYPE ARGTYPE)", x)
+        return ir.Edef(parse_name(args[0]), parse_type(args[1]), edef_arg_type(args[2]), span=x.span)
     if kind == "gdef":
         if len(args) not in (2, 3):
-            raise _err("malformed gdef: expected (gdef DERIVATION [NAME ARGTYPE]) or "
+            raise error_at("malformed gdef: expected (gdef DERIVATION [NAME ARGTYPE]) or "
                        "(gdef DERIVATION [NAME ARGTYPE] (wrt PARAM ...))", x)
         wrt = parse_wrt(args[2]) if len(args) == 3 else ()
-        return ir.Gdef(_sym(args[0], "a derivation name"), parse_name(args[1]), wrt, span=x.span)
+        return ir.Gdef(symbol(args[0], "a derivation name"), parse_name(args[1]), wrt, span=x.span)
     if kind == "rule":
         if len(args) != 4 or not (isinstance(args[0], Atom) and args[0].kind == "str"):
-            raise _err('malformed rule: expected (rule "name" PARAMS LHS RHS)', x)
+            raise error_at('malformed rule: expected (rule "name" PARAMS LHS RHS)', x)
         params = parse_params(args[1])
         p = _ExprParser()
         names = tuple(q.name for q in params)
         return ir.Rule(args[0].value, params, p.under(names, args[2]), p.under(names, args[3]), span=x.span)
-    raise _err(f"unknown declaration '{kind}': expected def, edef, gdef or rule", x.items[0])
+    raise error_at(f"unknown declaration '{kind}': expected def, edef, gdef or rule", x.items[0])
 
 
 @gc_paused
@@ -417,5 +285,5 @@ def parse_expr(text: str, filename: str = "<expr>", scope: tuple[str, ...] = ())
     items = read(Source(filename, text))
     if len(items) != 1:
         span = items[1].span if len(items) > 1 else Span(Source(filename, text), 0, len(text))
-        raise _err("expected exactly one expression", span)
+        raise error_at("expected exactly one expression", span)
     return _ExprParser().under(scope, items[0])
