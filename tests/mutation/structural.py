@@ -55,9 +55,8 @@ from labrys.ir import nodes as ir
 from labrys.ir.build import C, V, get, let, tup
 from labrys.ir.nodes import const
 from labrys.ir.types import FLOAT, TLM
-from labrys.types.primitives import lookup
 from mutation.mutants import SCALE, scaled
-from mutation.structural_cases import chad_case, chad_mutate, wrap_lm, wrap_split
+from mutation.structural_cases import chad_case, chad_mutate, dual_case, nabla_case, wrap_lm, wrap_split
 from mutation.structural_dualrev import dual_part_fault, dualrev_mutants, planted_dualrev
 
 
@@ -83,23 +82,6 @@ def _lm_fault(nabla: jacobian.Nabla, m: ir.Expr, target: ir.Expr, op: str) -> ir
     if op == "zero":
         return nabla.zero(target)
     return C("lmCompose", C("lmScale", target, const(SCALE[op])), m)
-
-
-def _nabla_case(e: ir.Expr) -> str | None:
-    match e:
-        case ir.Let():
-            return "let"
-        case ir.If():
-            return "if"
-        case ir.Tuple(elems) if elems:
-            return "tuple"
-        case ir.Get():
-            return "get"
-        case ir.Call(f, _) if f in ("build", "sumbuild", "fold"):
-            return f
-        case ir.Call():
-            return "call"
-    return None
 
 
 def _nabla_mutate(nabla: jacobian.Nabla, e: ir.Expr, out: ir.Expr, m: StructuralMutant, env: Any) -> ir.Expr | None:
@@ -173,27 +155,6 @@ def _transpose_case(m: ir.Expr) -> str | None:
 
 
 # --- Krawiec et al.: the derivative part of a Float a case produces --------------------------
-
-def _dual_case(e: ir.Expr) -> str | None:
-    match e:
-        case ir.Let():
-            return "let"
-        case ir.If():
-            return "if"
-        case ir.Tuple(elems) if elems:
-            return "tuple"
-        case ir.Get():
-            return "get"
-        case ir.App():
-            return "app"
-        case ir.Case():
-            return "case"
-        case ir.Lam():
-            return "lam"
-        case ir.Call(f, _) if lookup(f) is None:  # a call of a user function (primitives: mutants.py)
-            return "call"
-    return None
-
 
 def _dual_fault(tr: Translation, out: ir.Expr, op: str) -> ir.Expr:
     """A translated Float (a dual pair) with its derivative part changed."""
@@ -306,9 +267,9 @@ def planted(m: StructuralMutant) -> Iterator[list[int]]:
         return
     cls, method = TARGETS[m.family]
     if m.family == "nabla":
-        original, mutated = _wrap_expr(cls, method, _nabla_case, _nabla_mutate, m, fired)
+        original, mutated = _wrap_expr(cls, method, nabla_case, _nabla_mutate, m, fired)
     elif m.family in ("dual", "dualrev"):
-        original, mutated = _wrap_expr(cls, method, _dual_case, _dual_mutate, m, fired)
+        original, mutated = _wrap_expr(cls, method, dual_case, _dual_mutate, m, fired)
     elif m.family in ("chadfwd", "chadrev"):
         original, mutated = _wrap_expr(cls, method, chad_case, chad_mutate, m, fired)
     elif m.family == "split":

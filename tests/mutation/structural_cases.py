@@ -29,10 +29,13 @@ def _chad_fault(tr: Any, out: ir.Expr, g: Any, op: str) -> ir.Expr:
     return ir.Let((x, xd), out, tup(V(x), lin))
 
 
-def chad_case(e: ir.Expr) -> str | None:
+def construct(e: ir.Expr) -> str | None:
+    """The construct e is, as the structural mutants name cases: let (``let_tuple``
+    for a tuple pattern), if, tuple, get, app, case, lam, build, sumbuild, fold,
+    call (of a user function) or prim (of a primitive: tests/mutation/mutants.py)."""
     match e:
-        case ir.Let(x, _, _) if isinstance(x, str):
-            return "let"
+        case ir.Let(x, _, _):
+            return "let" if isinstance(x, str) else "let_tuple"
         case ir.If():
             return "if"
         case ir.Tuple(elems) if elems:
@@ -43,9 +46,26 @@ def chad_case(e: ir.Expr) -> str | None:
             return "app"
         case ir.Case():
             return "case"
-        case ir.Call(f, _) if lookup(f) is None:
-            return "call"
+        case ir.Lam():
+            return "lam"
+        case ir.Call(f, _) if f in ("build", "sumbuild", "fold"):
+            return f
+        case ir.Call(f, _):
+            return "call" if lookup(f) is None else "prim"
     return None
+
+
+def cases(table: dict[str, str]) -> Callable[[ir.Expr], str | None]:
+    """A family's classifier: the constructs it has a case for, by the family's name of it."""
+    return lambda e: table.get(construct(e))
+
+
+_LET_TUPLE_TOO = {"let": "let", "let_tuple": "let", "if": "if", "tuple": "tuple", "get": "get"}
+nabla_case = cases(_LET_TUPLE_TOO | {"build": "build", "sumbuild": "sumbuild", "fold": "fold", "call": "call",
+                                     "prim": "call"})           # Knossos ∇: every call, and the loops
+dual_case = cases(_LET_TUPLE_TOO | {"app": "app", "case": "case", "lam": "lam", "call": "call"})
+chad_case = cases({"let": "let", "if": "if", "tuple": "tuple", "get": "get", "app": "app", "case": "case",
+                   "call": "call"})
 
 
 def chad_mutate(tr: Any, e: ir.Expr, out: ir.Expr, m: Any, g: Any) -> ir.Expr | None:
