@@ -41,6 +41,10 @@ SEMANTICS = """
          (pow 10.0 (mul x 400.0)) (lgamma (sub x x)) (div (sub x x) (sub x x))))
 (def float_vec_ops (Vec Float) (x : Float)
   (build 3 (lam (i : Integer) (sin (mul (to_float i) (mul x (inf)))))))
+(def lit_mul Integer () (mul 9223372036854775807 2))
+(def lit_add Integer () (add 9223372036854775807 1))
+(def lit_pair (Tuple Float Integer) () (tuple 1.0 (sub -9223372036854775807 2)))
+(def lit_square Integer () (mul 4611686018427387904 -4611686018427387904))
 (def too_big Float (n : Integer) (sum (build n (lam (i : Integer) 1.0))))
 (def too_big2 Float (n : Integer) (sum (build (tuple n n) (lam (ij : Tuple Integer Integer) 0.0))))
 """
@@ -65,6 +69,14 @@ def test_integers_wrap_at_64_bits(backend):
     want = (wrap(n * MAX), wrap(n * MAX), wrap(n * MAX), wrap(sum(i * 10 ** 18 for i in range(n))))
     got = run(backend, "int_sums", n)
     assert got == want and all(type(k) is int for k in got)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_arithmetic_on_literals_wraps_too(backend):
+    """Only literals: CPython would fold 9223372036854775807 * 2 in the compiled backend's
+    source to a big int, which Numba types as uint64 (it printed 18446744073709551614)."""
+    got = (run(backend, "lit_mul"), run(backend, "lit_add"), run(backend, "lit_pair"), run(backend, "lit_square"))
+    assert got == (wrap(2 * MAX), wrap(MAX + 1), (1.0, wrap(-MAX - 2)), wrap(-2 ** 124)) == (-2, MIN, (1.0, MAX), 0)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

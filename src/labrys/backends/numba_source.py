@@ -214,6 +214,10 @@ class LoopEmitter(TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitter):
             return "_nan"
         if isinstance(value, float) and value in (float("inf"), float("-inf")):
             return "_inf" if value > 0 else "(-_inf)"
+        if type(value) is int and not -2**31 <= value < 2**31:
+            # CPython folds `9223372036854775807 * 2` to a big int before Numba sees it, which
+            # Numba then types as uint64: a call is not folded, so the product wraps (docs/reference.md §5)
+            return f"_np.int64({value})"
         return super().literal(value)
 
     def check(self, e: ir.Assert, cond: ir.Expr) -> None:
