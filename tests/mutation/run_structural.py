@@ -61,6 +61,7 @@ STRUCTURE = Program("structure", """
 (def f_fold Float ((v : Vec Float) (x : Float))
   (fold (lam (t : Tuple Float Float) (mul (get$1$2 t) (add (get$2$2 t) x))) x v))
 (def f_app Float ((x : Float) (y : Float)) (let (g (lam (z : Float) (mul z (sin x)))) (add (g y) (mul 2.0 (g x)))))
+(def f_pair (Tuple Float Float) ((x : Float) (y : Float)) (tuple (mul x (sin y)) (mul 2.0 x)))
 (def f_case Float ((x : Float) (y : Float))
   (case (if (gt x 1.0) (inl (Sum Float Float) (mul x y)) (inr (Sum Float Float) x))
     ((inl a) (mul a x))
