@@ -31,7 +31,7 @@ from ..ir import nodes as ir
 from ..ir.build import C, V, index_type
 from ..ir.names import DerivedName, erase_types
 from ..ir.traverse import map_bottom_up
-from ..ir.types import TLam, has_function
+from ..ir.types import TLam, TTuple, has_function
 from ..opt.anf import desugar_for_ad, rename_apart, spread_arguments
 from ..types.checker import check_def
 from ..types.primitives import Primitive, lookup
@@ -57,6 +57,12 @@ def _eta_and_patterns(e: ir.Expr, fresh) -> ir.Expr:
     """Literal λs for loops (eta-expansion) and lets with tuple patterns taken apart;
     e is typed, the result is re-checked."""
     def rewrite(x: ir.Expr) -> ir.Expr:
+        if isinstance(x, ir.Call) and x.func in _LOOP_FUNCTION and not isinstance(x.arg, ir.Tuple) \
+                and isinstance(x.arg.type, TTuple) and lookup(x.func) is not None:
+            # (map p) with p : (Tuple (Lam A B) (Vec A)): its arguments taken apart, typed, then as below
+            t, n = fresh("t"), len(x.arg.type.elems)
+            parts = tuple(ir.Get(k + 1, n, ir.Var(t, type=x.arg.type), type=e) for k, e in enumerate(x.arg.type.elems))
+            return ir.Let(t, x.arg, rewrite(ir.Call(x.func, ir.Tuple(parts, type=x.arg.type), type=x.type, span=x.span)))
         if isinstance(x, ir.Call) and x.func in _LOOP_FUNCTION and isinstance(x.arg, ir.Tuple) \
                 and lookup(x.func) is not None:
             k = _LOOP_FUNCTION[x.func]

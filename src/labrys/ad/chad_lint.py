@@ -61,6 +61,8 @@ def _zero(e: ir.Expr, zeros: frozenset | set = frozenset()) -> bool:
             return True
         case ir.Call("build", ir.Tuple((_, ir.Lam(_, _, body)))) | ir.Get(_, _, body) | ir.Call("chadOpen", body):
             return _zero(body, zeros)  # a vector of zeros; a component of 0
+        case ir.Call("mul", ir.Tuple((a, b))):  # a product with a zero factor (t[0/v] = 0 in either factor)
+            return _zero(a, zeros) or _zero(b, zeros)
         case ir.Call(f, arg) if f in _LINEAR_IN and not is_zero(e):  # a linear op of zeros
             args = arg.elems if isinstance(arg, ir.Tuple) and f not in UNARY else (arg,)
             allowed = _LINEAR_IN[f]
