@@ -27,7 +27,7 @@ from labrys.ir.types import FLOAT, INTEGER, TLam, TTensor, TTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from strategies import ALL_FEATURES, NONSMOOTH, programs  # noqa: E402
-from test_chad import FURTHER, PAPER  # noqa: E402
+from test_chad import COST, FURTHER, PAPER  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 FALLBACK = "the raw translation"   # the note logged when the checker refuses a simplified term
@@ -253,3 +253,15 @@ def test_sparse_row_cotangents_add_repeated_rows():
     assert np.allclose(np.array([list(g) for g in got]), np.array([list(w) for w in want]))
     # by hand: d/dx_i.1 = x_0.2 = 2; d/dx_0.2 = Σ x_i.1 = 9
     assert np.allclose(np.array([list(g) for g in got]), [[2.0, 9.0], [2.0, 0.0], [2.0, 0.0]])
+
+
+@pytest.mark.parametrize("name, make, sizes", [
+    ("dot", lambda rng, n: (rng.normal(size=n), rng.normal(size=n)), (64, 512)),
+    ("matvec", lambda rng, n: (rng.normal(size=(n, n)), rng.normal(size=n)), (8, 64)),
+    ("mapped_closure", lambda rng, n: (0.7, rng.normal(size=n)), (64, 512)),
+])
+def test_loops_and_a_mapped_closure_have_slope_at_most_1_1(name, make, sizes):
+    """The issue's goal for chadrev after simplification: log-log slope against the primal ≤ 1.1."""
+    m = labrys.load(COST, backend="interp")
+    rng = np.random.default_rng(11)
+    assert _slope(m, m.derive("chadrev", name), name, lambda n: make(rng, n), sizes) <= 1.1

@@ -155,7 +155,7 @@ def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
             Pass("simplify", "App. B's simplifier: Table 1, linear β, f • 0 → 0, copower fusion "
                  "(Fig. 5 checked again)", simplify, shows=shows),
             Pass("lower", "§9.2's lowering, as the .ks that runs: ⊸ as lam, copowers as append-tree lists, "
-                 "0 symbolic (chadZero)", lower))
+                 "0 symbolic", lower))
 
 
 def raw_requested() -> bool:
