@@ -20,7 +20,9 @@ materialised once, with an explicit stack, when something needs the values
 added at its index with the element type's own ``+`` — so the elements may be
 the symbolic zero, copowers or sparse themselves.  Like ``DeltaVec`` it is a
 :class:`~labrys.values.Sparse`, so ``dense()`` everywhere understands it and
-the op meter charges its ``+`` 1.
+the op meter charges its ``+`` 1.  Materialising is O(n + entries) and, as for
+``DeltaVec`` sums, not metered; it happens once per read of the values (GMM reads
+the data's cotangent once, in ``chadDense``).
 """
 from __future__ import annotations
 
