@@ -7,6 +7,7 @@ CHAD §4, Fig. 5), for ``labrys show FILE f --deriv chadrev --stages``:
     (! a ⊗ w)                copower introduction
     (case c of (!⊗ p) s)     copower elimination: s once per pair p = (a, w) of c, summed
     (Σ (i < n) t)            a sum of linear values over an index
+    (f a)                    a power applied (chadApp)
 
 Note [The linear view is a printer]: the terms are the shared IR's nodes (Note
 [One IR for the linear language] in :mod:`.chad_linear`); this module only
@@ -80,6 +81,8 @@ class _View:
                 return Doc(["!", d(a), "⊗", d(w)])
             case ir.Call("chadCopowFold", ir.Tuple((ir.Lam(p, t, body), c))):
                 return Doc(["case", d(c), "of", Doc(["!⊗", p]), d(body)], "body")
+            case ir.Call("chadApp", ir.Tuple((f, a))):
+                return Doc([d(f), d(a)])  # a power applied to a Cartesian argument (Fig. 5's t s)
             case ir.Call("chadSumBuild", ir.Tuple((n, ir.Lam(i, _, body)))):
                 return Doc(["Σ", Doc([i, "<", d(n)]), d(body)], "body")
             case ir.Lam(var, t, body) if var in self.linear:
