@@ -389,7 +389,7 @@ def test_cli_show_stages_and_algorithms(tmp_path, capsys):
     assert main(["show", str(path), "fig2b", "--deriv", "chadrev", "--stages"]) == 0
     out = capsys.readouterr().out
     assert out.index("Literal λs") < out.index("(def [chadR fig2b]") < out.index("(def [chadrev fig2b]")
-    assert "chadCopowFold" in out
+    assert "(!⊗ " in out and "⊗" in out  # the copower's elimination and introduction, in Fig. 5's notation
     assert main(["algorithms"]) == 0
     listing = capsys.readouterr().out
     assert "chadrev" in listing and "chadfwd" in listing

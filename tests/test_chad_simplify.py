@@ -11,7 +11,6 @@ differences, Knossos rev and deltarev.
 from __future__ import annotations
 
 import collections
-import math
 import subprocess
 import sys
 from pathlib import Path
@@ -100,7 +99,7 @@ def test_stages_print_source_raw_and_simplified(tmp_path):
     path.write_text(PAPER)
     out = subprocess.run([sys.executable, "-m", "labrys", "show", str(path), "fig1b", "--deriv", "chadrev",
                           "--stages"], capture_output=True, text=True, check=True).stdout
-    titles = ["Original definition", "the raw term", "App. B's simplifier", "The wrapper"]
+    titles = ["Original definition", "the raw term", "App. B's simplifier", "§9.2's lowering", "The wrapper"]
     positions = [out.index(t) for t in titles]
     assert positions == sorted(positions)
     simplified = out[positions[2]:positions[3]]
@@ -185,8 +184,9 @@ def _gmm(n: int, rng):
 @pytest.mark.parametrize("name", ["sumsq", "dot", "matvec", "mapped_closure", "gmm_objective"])
 def test_simplified_gradient_costs_a_constant_times_the_function_and_less_than_raw(name, monkeypatch):
     """chadrev after simplification: the same ratio to the primal at n and 8 n (log-log slope 1),
-    and never more operations than the raw translation (measured 2.5–3.7 times fewer: docs/chad.md).
-    GMM's ratio grows slowly, raw (11.5 → 18.0 from n = 16 to 128) and simplified (4.7 → 6.4)."""
+    and never more operations than the raw translation (measured 2.3–3.7 times fewer: docs/chad.md).
+    GMM's ratio (4.2 at n = 8, 4.5 at 64, 4.6 at 512) is constant since its rows' cotangents are sparse
+    (tests/test_chad_linear.py checks its log-log slope)."""
     text = (ROOT / "examples" / "gmm.ks").read_text() if name == "gmm_objective" else COST
     rng = np.random.default_rng(7)
     k = {"matvec": lambda n: (rng.normal(size=(int(n ** 0.5),) * 2), rng.normal(size=int(n ** 0.5))),
@@ -206,7 +206,4 @@ def test_simplified_gradient_costs_a_constant_times_the_function_and_less_than_r
             primal = _ops(getattr(m, name), *args)
             out.append(_ops(back, args if len(args) > 1 else args[0], 1.0) / primal)
     assert all(s <= r for s, r in zip(ratios, raw_ratios)), (ratios, raw_ratios)
-    if name == "gmm_objective":  # not constant, raw or simplified (docs/chad.md says so): bounded growth
-        assert ratios[1] / ratios[0] < 1.5 and math.isfinite(ratios[0]), ratios
-    else:
-        assert ratios[1] == pytest.approx(ratios[0], rel=0.15), ratios
+    assert ratios[1] == pytest.approx(ratios[0], rel=0.15), ratios

@@ -31,7 +31,7 @@ from ..ir import nodes as ir
 from ..ir.build import C, V, index_type
 from ..ir.names import DerivedName, erase_types
 from ..ir.traverse import map_bottom_up
-from ..ir.types import TLam, has_function
+from ..ir.types import TLam, TTuple, has_function
 from ..opt.anf import desugar_for_ad, rename_apart, spread_arguments
 from ..types.checker import check_def
 from ..types.primitives import Primitive, lookup
@@ -39,7 +39,8 @@ from ..types.tangent import tangent_type
 from ..util.deep import deep
 from . import chad_fwd, chad_loops, chad_rev, chad_runtime, dual_numbers  # noqa: F401  (the run-time primitives)
 from .chad_common import name_applied_functions
-from .chad_lint import lint_linearity
+from .chad_linear import check_linear
+from .chad_linear_view import show_linear_def
 from .chad_simplify import simplify_def
 from .pipeline import ORIGINAL, Pass, Work
 from .scalarise import scalarise
@@ -57,6 +58,13 @@ def _eta_and_patterns(e: ir.Expr, fresh) -> ir.Expr:
     """Literal λs for loops (eta-expansion) and lets with tuple patterns taken apart;
     e is typed, the result is re-checked."""
     def rewrite(x: ir.Expr) -> ir.Expr:
+        if isinstance(x, ir.Call) and x.func in _LOOP_FUNCTION and not isinstance(x.arg, ir.Tuple) \
+                and isinstance(x.arg.type, TTuple) and lookup(x.func) is not None:
+            # (map p) with p : (Tuple (Lam A B) (Vec A)): its arguments taken apart, typed, then as below
+            t, n = fresh("t"), len(x.arg.type.elems)
+            parts = tuple(ir.Get(k + 1, n, ir.Var(t, type=x.arg.type), type=e) for k, e in enumerate(x.arg.type.elems))
+            spread = ir.Call(x.func, ir.Tuple(parts, type=x.arg.type), type=x.type, span=x.span)
+            return ir.Let(t, x.arg, rewrite(spread))
         if isinstance(x, ir.Call) and x.func in _LOOP_FUNCTION and isinstance(x.arg, ir.Tuple) \
                 and lookup(x.func) is not None:
             k = _LOOP_FUNCTION[x.func]
@@ -108,31 +116,46 @@ def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
     def translate(d: ir.Def, work: Work) -> ir.Def:
         with _no_gc_pauses():
             out, linear = module.translate_def(d, work.functions, work.fresh)
-        lint_linearity(out, linear)  # Fig. 5, on every translation
+        out = check_linear(out, linear, work.functions)  # Fig. 5, on every translation
         work.notes["chad linear"] = linear
+        work.notes["chad term"] = out
         return _with_body(out, name_applied_functions(out.body, work.fresh))
 
     def simplify(d: ir.Def, work: Work) -> ir.Def:
+        work.notes["chad term"] = d
         if raw_requested():
             return d
         linear = work.notes["chad linear"]
         with _no_gc_pauses():
             out = simplify_def(d, work.functions, work.fresh, linear)
         try:
-            lint_linearity(out, linear)  # Fig. 5 again: the simplifier keeps every map linear
+            out = check_linear(out, linear, work.functions)  # Fig. 5 again: the simplifier keeps it linear
         except LabrysError as exc:  # Note [Raw CHAD]: keep the raw term, which passed the lint
             _log.info("CHAD's simplifier made a term the linearity lint cannot check (%s); "
-                         "the raw translation of %s is used", exc.message, d.name)
+                      "the raw translation of %s is used", exc.message, d.name)
             return d
-        return _with_body(out, name_applied_functions(out.body, work.fresh))
+        work.notes["chad term"] = out
+        return out
+
+    def lower(d: ir.Def, work: Work) -> ir.Def:
+        """§9.2: the term as the `.ks` that runs (Note [One IR for the linear language]): its linear
+        formers already are their lowerings (⊸ as lam, copowers as append-tree lists, 0 symbolic),
+        and an applied compound linear map, (snd (y x)) • w, is named, as `.ks` calls only names."""
+        return _with_body(d, name_applied_functions(d.body, work.fresh))
+
+    def shows(work: Work) -> str:
+        return show_linear_def(work.notes["chad term"], work.notes["chad linear"])
 
     name = f"[{module.TRANSLATION} f]"
     return (Pass("prepare", "Literal λs, map as build, binders renamed apart", prepare),
             Pass("scalarise", "Vector arithmetic as build, index and ifold",
                  lambda d, work: scalarise(d, work.fresh, work.functions)),
-            Pass("translate", f"{what}: {name}, the raw term (linearity checked)", translate),
+            Pass("translate", f"{what}: {name}, the raw term in Fig. 5's linear language (checked)", translate,
+                 shows=shows),
             Pass("simplify", "App. B's simplifier: Table 1, linear β, f • 0 → 0, copower fusion "
-                 "(linearity checked)", simplify))
+                 "(Fig. 5 checked again)", simplify, shows=shows),
+            Pass("lower", "§9.2's lowering, as the .ks that runs: ⊸ as lam, copowers as append-tree lists, "
+                 "0 symbolic", lower))
 
 
 def raw_requested() -> bool:

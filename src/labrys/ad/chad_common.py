@@ -10,7 +10,8 @@ primitives ``chadZero`` and ``chadPlus`` (:mod:`.chad_runtime`), copowers
 ``chadCopow``/``chadCopowFold``.  Two rewrites of Fig. 6 are applied while
 building (the unit laws ``0 + a = a`` and projections of a literal pair), so
 the raw output is already free of the most common noise; everything else is
-left as the paper's rules produce it.
+left as the paper's rules produce it.  These terms are Fig. 5's linear language
+in the one IR, checked by :mod:`.chad_linear` (Note [One IR for the linear language]).
 """
 from __future__ import annotations
 

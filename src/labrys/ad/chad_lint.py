@@ -1,7 +1,8 @@
-"""The linearity lint of CHAD's generated code (Vákár & Smeding, CHAD §4, Fig. 5),
-run on every translation it makes: the type checker sees the lowered types
-(``⊸`` is ``Lam``), so this pass checks what the types no longer say — that
-each backpropagator and tangent map ``lin v -> t`` is linear in v:
+"""The term-former half of the checker of CHAD's linear language (Vákár & Smeding,
+CHAD §4, Fig. 5; :mod:`.chad_linear` checks the linear types and calls this), run on
+every translation it makes: the type checker sees the lowered types (``⊸`` is
+``Lam``), so this pass checks what the types no longer say — that each
+backpropagator and tangent map ``lin v -> t`` is linear in v:
 
     Γ; v : τ ⊢ t : σ   — t is built from v by the linear formers only:
     v; Cartesian lets (their right-hand side free of v) and linear lets; a linear
@@ -61,6 +62,8 @@ def _zero(e: ir.Expr, zeros: frozenset | set = frozenset()) -> bool:
             return True
         case ir.Call("build", ir.Tuple((_, ir.Lam(_, _, body)))) | ir.Get(_, _, body) | ir.Call("chadOpen", body):
             return _zero(body, zeros)  # a vector of zeros; a component of 0
+        case ir.Call("mul", ir.Tuple((a, b))):  # a product with a zero factor (t[0/v] = 0 in either factor)
+            return _zero(a, zeros) or _zero(b, zeros)
         case ir.Call(f, arg) if f in _LINEAR_IN and not is_zero(e):  # a linear op of zeros
             args = arg.elems if isinstance(arg, ir.Tuple) and f not in UNARY else (arg,)
             allowed = _LINEAR_IN[f]
@@ -80,12 +83,13 @@ class _Linear:
         self.zeros: set[str] = set()   # let-bound to a zero
 
     def fail(self, what: str, e: ir.Expr):
-        raise LabrysError(f"internal: CHAD made a non-linear backpropagator in {show_name(self.d.name)}: "
-                          f"{what} (linear variable {self.v})", e.span or self.d.span)
+        raise LabrysError(f"internal: CHAD made a term that is not linear in {self.v} (Vákár & Smeding, CHAD, "
+                          f"Fig. 5) in {show_name(self.d.name)}: {what}", e.span or self.d.span)
 
     def result(self, e: ir.Expr) -> None:
         if not (self.dep(e) or _zero(e, self.zeros)):
-            self.fail("its result does not depend on the linear variable (an affine or constant map)", e)
+            self.fail("its result does not depend on the linear variable and is not 0 (a constant map; "
+                      "a linear variable is dropped only by 0)", e)
 
     def dep(self, e: ir.Expr) -> bool:
         """Whether e depends on the linear variable; checks e's linear formers on the way."""
@@ -109,7 +113,8 @@ class _Linear:
             case ir.Tuple(elems):
                 flags = [self.dep(x) for x in elems]
                 if any(flags) and not all(f or _zero(x, self.zeros) for f, x in zip(flags, elems)):
-                    self.fail("a tuple mixes parts that depend on it with non-zero parts that do not", e)
+                    self.fail("a tuple mixes parts that depend on it with non-zero parts that do not "
+                              "(each part of a linear pair is linear: drop the variable only by 0)", e)
                 return any(flags)
             case ir.Get(_, _, a) | ir.Inj(_, _, a):
                 return self.dep(a)
@@ -154,13 +159,17 @@ class _Linear:
             return True
         name = f if isinstance(f, str) else show_name(f)
         if name not in _LINEAR_IN:
-            self.fail(f"'{name}' is applied to it (not a linear operation)", e)
+            self.fail(f"'{name}' is applied to it, and '{name}' is not a linear operation", e)
         allowed = _LINEAR_IN[name]
         if allowed is None:
             if not all(fl or _zero(a, self.zeros) for fl, a in zip(flags, args)):
-                self.fail(f"'{name}' adds something that does not depend on it", e)
+                self.fail(f"'{name}' adds something that does not depend on it (an affine map: + adds linear "
+                          "terms only)", e)
             return True
         bad = [k for k, fl in enumerate(flags) if fl and k not in allowed]
-        if bad or (name in _EXACTLY_ONE and sum(flags) > 1):
-            self.fail(f"'{name}' is not linear in argument {bad[0] + 1 if bad else 'both'}", e)
+        if bad:
+            self.fail(f"'{name}' is not linear in its argument {bad[0] + 1}, which depends on it", e)
+        if name in _EXACTLY_ONE and sum(flags) > 1:
+            self.fail(f"both arguments of '{name}' depend on it (a linear op is linear in ONE argument; "
+                      "a cotangent used twice is combined with +)", e)
         return True

@@ -46,6 +46,7 @@ from ..ir.types import FLOAT, INTEGER, UNIT, TBase, TLam, TSum, TTensor, TTuple,
 from ..prelude.tangents import add_fn
 from ..types.primitives import args_of, primitive, spread
 from ..values import DeltaVec, Inj, PrimError, Sparse, dense, make_vec, numel
+from .chad_sparse import OneHots
 
 
 class LinZero:
@@ -135,6 +136,10 @@ def plus_fn(t: Type) -> Callable[[Any, Any], Any]:
                 return a
             if isinstance(a, (CopowLeaf, CopowCat)) or isinstance(b, (CopowLeaf, CopowCat)):
                 return CopowCat(a, b)   # Note [Copowers]
+            if isinstance(a, OneHots) or isinstance(b, OneHots):  # Note [Sparse one-hots of any element type]
+                if a.shape != b.shape:
+                    raise PrimError(f"chadPlus: vector sizes differ ({a.shape} and {b.shape})")
+                return a.cat(b) if isinstance(a, OneHots) else b.cat(a)
             a, b = dense(a), dense(b)
             if a.shape != b.shape:
                 raise PrimError(f"chadPlus: vector sizes differ ({a.shape} and {b.shape})")
@@ -268,9 +273,8 @@ def _onehot_impl(t: Type):
         shape = dense(xs).shape
         if elem == FLOAT:
             return DeltaVec(shape[0] if len(shape) == 1 else shape, i, w, FLOAT)
-        out = make_vec(elem, [zero_of(elem)] * int(np.prod(shape)), shape)
-        out[i] = w
-        return out
+        # Note [Sparse one-hots of any element type]
+        return OneHots(shape, elem, zero_of(elem), plus_fn(elem), index=i, value=w)
     return spread(onehot)
 
 
