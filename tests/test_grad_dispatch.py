@@ -11,7 +11,8 @@ import labrys
 
 SRC = """
 (def f Float ((x : Float) (y : Float)) (mul x (mul y y)))
-(def g Float ((v : Vec Float) (s : Float)) (mul s (sumbuild (size v) (lam (i : Integer) (mul (index i v) (index i v))))))
+(def g Float ((v : Vec Float) (s : Float))
+  (mul s (sumbuild (size v) (lam (i : Integer) (mul (index i v) (index i v))))))
 """
 
 
