@@ -158,3 +158,24 @@ def test_malformed_file_and_unknown_derivation_are_user_errors(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "labrys.cli.main", "adbench", "ba", str(short)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and "expected 17 numbers" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_rev_jacobian_in_one_compiled_call_is_the_per_observation_one():
+    """ba.ks's reproj_err_jacobian / w_err_jacobian (every block in one call) against
+    [rev reproj_err] and [rev w_err] called observation by observation."""
+    from labrys.adbench import program
+    from labrys.adbench.ba import ba_jacobian
+    data = read_ba(DATA / "test.txt")
+    rng = np.random.default_rng(3)
+    data.cams[:, :3] += rng.normal(scale=0.1, size=(data.cams.shape[0], 3))
+    data.points += rng.normal(size=data.points.shape)
+    m = program("ba", backend="compiled")
+    vals = ba_jacobian(m, data).vals
+    reproj, weight = m.derive("rev", "reproj_err"), m.derive("rev", "w_err")
+    p = data.weights.size
+    for i in range(p):
+        for r, ct in enumerate(((1.0, 0.0), (0.0, 1.0))):
+            dcam, dx, dw, _ = reproj(data.observation(i), ct)
+            want = np.concatenate([dcam, dx, [dw]])
+            np.testing.assert_allclose(vals[(2 * i + r) * 15:(2 * i + r + 1) * 15], want, rtol=1e-15, atol=0)
+    np.testing.assert_allclose(vals[30 * p:], [weight(w, 1.0) for w in data.weights], rtol=1e-15)

@@ -26,6 +26,7 @@ from .ad.default_gradient import Choice, default_gradient
 from .ad.derivation import Derivation
 from .ad.dual_io import cotangent_like, count_reals
 from .api import Derivative, Function
+from .backends.boundary import SLOW
 from .errors import LabrysError
 from .ir import nodes as ir
 from .ir.names import DerivedName, show_name
@@ -50,6 +51,17 @@ def grad(f: Function, argnums: Argnums = None, has_aux: bool = False,
     return gradient
 
 
+# Note [Cached gradient dispatch]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A scalar gradient's run is about a microsecond on the compiled backend; choosing
+# the derivation, the active parameters and the derived function again on every call
+# cost three more.  For the common call (one signature, a Float result, reverse mode,
+# no value asked for) they are decided on the first call with arguments of given
+# Python types and kept per tuple of types: a later call runs the derivative and
+# shapes its result like the arguments (only when there is an array or a tuple to
+# shape like).  The derivative's own call still checks the values.
+
+
 def value_and_grad(f: Function, argnums: Argnums = None, has_aux: bool = False,
                    method: str | None = None, value: bool = True) -> Callable[..., tuple[Any, Any]]:
     """``(f(x), grad f(x))`` from one derivative run (the value, with has_aux, is ``(value, aux)``;
@@ -66,8 +78,43 @@ def value_and_grad(f: Function, argnums: Argnums = None, has_aux: bool = False,
             made[key] = Derivative(f.module, name, sig, wrt=wrt)
         return made[key]
 
+    plans: dict[tuple, Callable[[tuple], Any]] = {}   # Note [Cached gradient dispatch]
+
+    def plan(sig, kinds: tuple) -> Callable[[tuple], Any]:
+        """The gradient's call for arguments of these Python types: everything but the run decided once."""
+        name = chosen or default_gradient(f.module.derivations, sig).method
+        wrt = _active(_method(name, (REVERSE, FORWARD), "grad"), sig, argnums, len(kinds))
+        shaped = any(k in (np.ndarray, tuple, list) for k in kinds)
+        if wrt is not None:
+            d, ks = derivative(name, sig, wrt[0]), wrt[1]
+            one = not isinstance(argnums, int) and len(ks) == 1
+
+            def run_wrt(args: tuple) -> Any:
+                g = _call(d, _primal(args))
+                g = (g,) if one else g
+                if not shaped:
+                    return g
+                return _shaped_like(g, args[ks[0]] if isinstance(argnums, int) else tuple(args[k] for k in ks))
+            return run_wrt
+        d = derivative(name, sig)
+
+        def run(args: tuple) -> Any:
+            g = _call(d, _primal(args))
+            return _select(_shaped_like(g, _primal(args)) if shaped else g, argnums, len(args))
+        return run
+
+    single = not value and len(f.sigs) == 1 and entry.convention.direction == REVERSE
+    arity = _arity(f.sigs[0]) if single else -1
+    planned = single and not has_aux and f.sigs[0].ret == FLOAT
+
     def both(*args: Any) -> tuple[Any, Any]:
-        if not value and len(f.sigs) == 1 and entry.convention.direction == REVERSE and _arity(f.sigs[0]) == len(args):
+        if planned and len(args) == arity:
+            kinds = tuple(map(type, args))
+            run = plans.get(kinds)
+            if run is None:
+                run = plans[kinds] = plan(f.sigs[0], kinds)
+            return None, run(args)
+        if single and arity == len(args):
             sig = f.sigs[0]   # no conversion here: the derivative's own call checks the values
         else:
             sig, _ = f.select(args)
@@ -338,6 +385,16 @@ def _method(method: str, directions: tuple[str, ...], what: str) -> Derivation:
         raise LabrysError(f"{what} cannot use '{method}': [{method} f] is called {entry.convention.shape}; "
                           f"methods that fit: {', '.join(fits)}")
     return entry
+
+
+def _call(d: Derivative, primal: Any) -> Any:
+    """``d(primal, 1.0)``, straight into its compiled entry once there is one (Note [Cached gradient dispatch])."""
+    fast = getattr(d._code, "fast", None)
+    if fast is not None:
+        out = fast((primal, 1.0))
+        if out is not SLOW:
+            return out
+    return d(primal, 1.0)
 
 
 def _primal(args: tuple) -> Any:

@@ -90,6 +90,12 @@ def argument(t: Type) -> Callable[[Any], Any]:
         if not isinstance(x, (tuple, list)) or len(x) != len(parts):
             raise _NotPlain
         return tuple(f(v) for f, v in zip(parts, x))
+    if len(parts) == 2 and t.elems == (FLOAT, FLOAT):   # a pair of Floats, as scalar gradients take it
+        def pair(x: Any) -> tuple:
+            if type(x) is tuple and len(x) == 2 and type(x[0]) is float and type(x[1]) is float:
+                return x
+            return tup(x)
+        return pair
     return tup
 
 

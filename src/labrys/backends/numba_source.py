@@ -25,9 +25,11 @@ from ..ir.names import show_name
 from ..ir.traverse import fresh_for, nodes
 from ..ir.types import FLOAT, INTEGER, TTensor, TTuple, Type
 from ..opt.anf import desugar_map
+from ..opt.deforest import deforest, inline_leaves
 from ..opt.fusion import fuse_loops
 from ..types.checker import Signature, check_def
 from ..types.primitives import Primitive
+from .numba_bounds import hoist_index_checks
 from .numba_rfold import RFoldMixin
 from .numba_soa import SoaMixin
 from .numba_sums import SumMixin
@@ -116,7 +118,8 @@ class NumbaModuleSource(PyModuleSource):
                 raise Orchestration("print", x.span)
             if k > MAX_NODES:
                 raise Unsupported(f"a body of more than {MAX_NODES} nodes", d.span)
-        d = fuse_loops(self.without_map(d))  # Note [Fusing sum of build] in labrys.opt.fusion
+        d = fuse_loops(self.without_map(inline_leaves(d, self.leaf_callee)))  # Note [Fusing sum of build]
+        d = deforest(d)  # Note [Deforesting small vectors] in labrys.opt.deforest
         for p in d.params:
             if not representable(p.type):
                 raise Unsupported(f"parameter {p.name} of type {p.type}", p.span or d.span)
@@ -127,6 +130,14 @@ class NumbaModuleSource(PyModuleSource):
         self.functions.append(fn)
         LoopEmitter(self, fn, env).tail(d.body)
         return fn.name
+
+    def leaf_callee(self, call: ir.Call) -> ir.Def | None:
+        """The def a call of a user function runs; None for a primitive or an edef."""
+        try:
+            target = self.hooks.functions.resolve(call.func, call.arg.type)
+        except LabrysError:
+            return None
+        return self.hooks.definition(target) if isinstance(target, Signature) else None
 
     def without_map(self, d: ir.Def) -> ir.Def:
         """(map f v) over a vector as the build it is, so its lambda becomes a loop body."""
@@ -175,7 +186,7 @@ class NumbaModuleSource(PyModuleSource):
         decorator = DECORATOR.replace("cache=_cache", "cache=False") if self.cyclic else DECORATOR
         for fn in self.functions:
             out += ["", decorator, f"def {fn.name}({', '.join(fn.params)}):"]
-            out += [line for line, _ in fn.lines]
+            out += [line for line, _ in hoist_index_checks(fn.lines)]  # Note [Hoisted index checks]
         return "\n".join(out) + "\n"
 
 
