@@ -47,7 +47,7 @@ from ..ir import nodes as ir
 from ..ir.build import C, V
 from ..ir.names import DerivedName, erase_types
 from ..ir.traverse import FreshNames, children, free_vars
-from ..ir.types import BOG, FLOAT, TSum, TTuple, Type
+from ..ir.types import FLOAT, TBogOf, TSum, TTuple, Type
 from ..opt.anf import rename_apart
 from ..types.checker import Functions
 from ..types.primitives import lookup
@@ -370,9 +370,10 @@ def split(d: ir.Def, functions: Functions, fresh: FreshNames,
         x = ir.Param(fresh("x"), d.arg_type)
         unpack = [(tuple(p.name for p in params), V(x.name))]
     fwd_body = rename_apart(wrap(unpack, s.forward(blk, lambda bog: C("bogPack", bog))), fresh)
-    fwd = ir.Def(DerivedName("suffwdpass", base), TTuple((d.ret, BOG)), (x,), fwd_body, span=d.span)
+    fwd = ir.Def(DerivedName("suffwdpass", base), TTuple((d.ret, TBogOf(blk.bog_type))), (x,), fwd_body,
+                 span=d.span)  # Note [Concrete BOGs] in .bog_types
     dt = ir.Param(fresh("dt"), tangent_type(d.ret))
-    bog = ir.Param(fresh("bog"), BOG)
+    bog = ir.Param(fresh("bog"), TBogOf(blk.bog_type))
     opened = fresh("b")
     w = fresh("w")
     keep = s.differentiable([p.name for p in params])

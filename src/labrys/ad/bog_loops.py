@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.build import C, V
-from ..ir.types import BOG, FLOAT, INTEGER, TTensor, TTuple
+from ..ir.types import FLOAT, INTEGER, TBogOf, TTensor, TTuple
 from ..types.tangent import tangent_type
 from .suf import unsupported
 
@@ -53,7 +53,7 @@ def build(s, b, binder, rhs: ir.Call, f: str, arg: ir.Tuple) -> None:
     keep = s.differentiable(consumed)
     if not keep:
         return
-    pair_t = TTuple((inner.tail.type, BOG if boxed else inner.bog_type))
+    pair_t = TTuple((inner.tail.type, TBogOf(inner.bog_type) if boxed else inner.bog_type))
     s.types[pairs] = pair_t
     b.store(pairs, TTensor(rank, pair_t))
     for x in keep:

@@ -116,6 +116,8 @@ class Registry:
         ret = base.typeof(arg) if isinstance(base, Primitive) else base.ret
         if d.signature is not None:
             try:
+                if getattr(d.signature, "per_function", False):  # Note [Concrete BOGs] in .bog_types
+                    return d.signature(arg, ret, base)
                 return d.signature(arg, ret)
             except ValueError:  # e.g. a linear map has no tangent type
                 return None

@@ -44,7 +44,7 @@ from ..ir import nodes as ir
 from ..ir.build import V
 from ..ir.names import DerivedName, erase_types
 from ..ir.traverse import all_names
-from ..ir.types import BOG, TTuple, Type
+from ..ir.types import BOG, TBogOf, TTuple, Type
 from ..opt.anf import rename_apart
 from ..opt.simplify import simplify
 from ..types.tangent import tangent_type
@@ -146,12 +146,21 @@ SUFREV_PIPELINE = (knossos.ANF_TAIL, SUF,
 STRATEGIES = {"strategies": STYLES, "default_strategy": default_style}  # the registry entries' (Note [Two styles])
 
 
-def forward_signature(s: Type, t: Type) -> tuple[Type, Type]:
-    return s, TTuple((t, BOG))
+def _bog_of(base, s: Type) -> Type:
+    """The opaque BOG of ``[suffwdpass f]`` at S, tagged with f (Note [Concrete BOGs] in .bog_types)."""
+    name = getattr(base, "name", None)
+    return BOG if name is None else TBogOf(("fn", erase_types(name), s))
 
 
-def reverse_signature(s: Type, t: Type) -> tuple[Type, Type]:
-    return TTuple((tangent_type(t), BOG)), tangent_type(s)
+def forward_signature(s: Type, t: Type, base=None) -> tuple[Type, Type]:
+    return s, TTuple((t, _bog_of(base, s)))
+
+
+def reverse_signature(s: Type, t: Type, base=None) -> tuple[Type, Type]:
+    return TTuple((tangent_type(t), _bog_of(base, s))), tangent_type(s)
+
+
+forward_signature.per_function = reverse_signature.per_function = True
 
 
 
