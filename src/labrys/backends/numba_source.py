@@ -403,6 +403,6 @@ def _primitive(prim: Primitive, types: list[Type], xs: list[str], result: Type) 
                 return None
             parts.append(f"({code})")
         return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
-    if prim.name != "index" and any(isinstance(t, TTuple) for t in types):
+    if prim.name not in ("index", "dup", "elim") and any(isinstance(t, TTuple) for t in types):  # SUF copies tuples
         return None
     return prim.numba(xs, types, result)

@@ -1,0 +1,167 @@
+"""Split reverse mode on the compiled backend (Note [Concrete BOGs] in
+labrys.ad.bog_types): a non-recursive function's BOG has its structure type,
+so [suffwdpass f], [sufrevpass f] and [sufrev f] compile (no fallback note);
+a recursive function's BOG stays on python with the reason.  Expected values
+are hand-computed, central finite differences, or Knossos rev on the
+interpreter."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import labrys
+from labrys.ad.bog_runtime import Bog
+from test_examples import ROOT
+
+PROGRAM = """
+(def f Float ((x : Float) (y : Float))
+  (let ((a (mul x y)) (b (sin x))) (add (mul a b) (div x y))))
+(def pair (Tuple Float Float) ((x : Float) (y : Float))
+  (tuple (mul x x) (mul (exp x) y)))
+(def dot Float ((u : Vec Float) (v : Vec Float))
+  (sumbuild (size u) (lam (i : Integer) (mul (index i u) (index i v)))))
+(def sq (Vec Float) (v : Vec Float)
+  (build (size v) (lam (i : Integer) (let (x (index i v)) (mul x x)))))
+(def relu2 Float (v : Vec Float)
+  (sumbuild (size v) (lam (i : Integer)
+    (let (x (index i v)) (if (gt x 0.0) (mul x x) (mul 0.5 x))))))
+(def branch Float ((x : Float) (y : Float))
+  (if (gt x y) (mul x (sin y)) (add (mul y y) x)))
+(def caller Float ((x : Float) (y : Float))
+  (add (f x y) (branch y x)))
+(def fprod Float (v : Vec Float)
+  (fold (lam (ax : Tuple Float Float) (mul (get$1$2 ax) (get$2$2 ax))) 1.0 v))
+(def newton Float ((x : Float) (n : Integer))
+  (nTimes n x (lam (s : Float) (mul 0.5 (add s (div 2.0 s))))))
+(def horner Float ((x : Float) (n : Integer))
+  (ccl n x (lam (ks : Tuple Integer Float) (add (mul (get$2$2 ks) x) (to_float (get$1$2 ks))))))
+(def poly Float ((x : Float) (n : Integer))
+  (if (eq n 0) 1.0 (add 1.0 (mul x (poly x (sub n 1))))))
+"""
+
+NON_RECURSIVE = ["f", "pair", "dot", "sq", "relu2", "branch", "caller", "fprod", "newton", "horner"]
+SPLIT = ("suffwdpass", "sufrevpass", "sufrev")
+
+
+@pytest.fixture(scope="module")
+def mc():
+    return labrys.load(PROGRAM, backend="compiled")
+
+
+@pytest.fixture(scope="module")
+def mi():
+    return labrys.load(PROGRAM, backend="interp")
+
+
+def split_fallbacks(m, name: str) -> dict:
+    return {k: v for k, v in m.backend.fallbacks.items() if any(f"[{d} {name}" in k for d in SPLIT)}
+
+
+def fd(fn, args, k, h=1e-6):
+    up, down = list(args), list(args)
+    up[k], down[k] = args[k] + h, args[k] - h
+    return (fn(*up) - fn(*down)) / (2 * h)
+
+
+def test_straight_line_by_hand(mc):
+    x, y = 1.5, 0.5
+    dx, dy = mc.derive("sufrev", "f")((x, y), 1.0)
+    # f = x y sin x + x / y: ∂x = y sin x + x y cos x + 1/y, ∂y = x sin x − x/y²
+    assert dx == pytest.approx(y * math.sin(x) + x * y * math.cos(x) + 1 / y, rel=1e-14)
+    assert dy == pytest.approx(x * math.sin(x) - x / y ** 2, rel=1e-14)
+    assert split_fallbacks(mc, "f") == {}
+
+
+def test_the_bog_crosses_the_boundary_as_an_opaque_box(mc, mi):
+    t, bog = mc.derive("suffwdpass", "f")((1.5, 0.5))
+    assert isinstance(bog, Bog) and t == pytest.approx(mi.f(1.5, 0.5))
+    expected = mi.derive("rev", "f")((1.5, 0.5), 2.0)
+    assert mc.derive("sufrevpass", "f")(2.0, bog) == pytest.approx(expected, rel=1e-14)
+    # a BOG made on the interpreter is read by the compiled reverse pass, and back
+    _, ibog = mi.derive("suffwdpass", "relu2")(np.array([1.0, -2.0, 3.0]))
+    np.testing.assert_allclose(mc.derive("sufrevpass", "relu2")(1.0, ibog), [2.0, 0.5, 6.0])
+    _, cbog = mc.derive("suffwdpass", "relu2")(np.array([1.0, -2.0, 3.0]))
+    np.testing.assert_allclose(mi.derive("sufrevpass", "relu2")(1.0, cbog), [2.0, 0.5, 6.0])
+
+
+def test_tuple_results(mc):
+    x, y = 0.3, 2.0
+    dx, dy = mc.derive("sufrev", "pair")((x, y), (1.0, 0.5))
+    assert dx == pytest.approx(2 * x + 0.5 * math.exp(x) * y, rel=1e-14)
+    assert dy == pytest.approx(0.5 * math.exp(x), rel=1e-14)
+    assert split_fallbacks(mc, "pair") == {}
+
+
+def test_vectors(mc):
+    u, v = np.array([1.0, 2.0, 3.0]), np.array([-1.0, 0.5, 4.0])
+    du, dv = mc.derive("sufrev", "dot")((u, v), 2.0)
+    np.testing.assert_allclose(du, 2 * v)
+    np.testing.assert_allclose(dv, 2 * u)
+    np.testing.assert_allclose(mc.derive("sufrev", "sq")(u, np.array([1.0, 0.0, 2.0])), [2.0, 0.0, 12.0])
+    np.testing.assert_allclose(mc.derive("sufrev", "relu2")(np.array([1.0, -2.0, 3.0]), 1.0), [2.0, 0.5, 6.0])
+    for name in ("dot", "sq", "relu2"):
+        assert split_fallbacks(mc, name) == {}
+
+
+def test_if_and_calls_of_user_functions(mc, mi):
+    for x, y in ((2.0, 1.0), (0.5, 1.5)):
+        got = mc.derive("sufrev", "branch")((x, y), 1.0)
+        assert got == pytest.approx((fd(mi.branch, (x, y), 0), fd(mi.branch, (x, y), 1)), rel=1e-6)
+        assert mc.derive("sufrev", "caller")((x, y), 1.0) == \
+            pytest.approx(mi.derive("rev", "caller")((x, y), 1.0), rel=1e-13)
+    assert split_fallbacks(mc, "branch") == {} and split_fallbacks(mc, "caller") == {}
+
+
+def test_fold_ntimes_ccl(mc, mi):
+    v = np.array([1.0, 2.0, 3.0, 4.0])
+    np.testing.assert_allclose(mc.derive("sufrev", "fprod")(v, 1.0), [24.0, 12.0, 8.0, 6.0])
+    got = mc.derive("sufrev", "newton")((1.3, 4), 1.0)[0]
+    assert got == pytest.approx(fd(mi.newton, (1.3, 4), 0), rel=1e-6)
+    # horner at (2, 3): s1 = 2x + 2, s2 = s1 x + 1, s3 = s2 x; ds3/dx at 2 = 41
+    assert mc.derive("sufrev", "horner")((2.0, 3), 1.0)[0] == pytest.approx(41.0)
+    for name in ("fprod", "newton", "horner"):
+        assert split_fallbacks(mc, name) == {}
+
+
+def test_non_tail_recursion_stays_on_python_with_the_reason(mc):
+    # poly x n = 1 + x (1 + x (… )) : d/dx at n = 3 is 1 + 2x + 3x²
+    x = 0.5
+    assert mc.derive("sufrev", "poly")((x, 3), 1.0)[0] == pytest.approx(1 + 2 * x + 3 * x * x)
+    why = split_fallbacks(mc, "poly")
+    assert why and all("holds its own BOG" in r for r in why.values())
+
+
+def test_default_gradient_compiles_where_it_picks_sufrev(mc):
+    g = labrys.grad(mc.caller, argnums=(0, 1))(1.5, 0.5)
+    assert g == pytest.approx(mc.derive("rev", "caller")((1.5, 0.5), 1.0), rel=1e-13)
+
+
+@pytest.mark.parametrize("path, names", [("examples/split.ks", ["possq"]),
+                                          ("examples/derivatives.ks", ["f"])])
+def test_examples_have_no_fallback_for_non_recursive_functions(path, names):
+    m = labrys.load((ROOT / path).read_text(), backend="compiled")
+    for name in names:
+        fn = getattr(m, name)
+        arg = np.array([-1.5, -0.5, 0.5, 1.5]) if name == "possq" else (1.5, 0.5)
+        got = m.derive("sufrev", name)(arg, 1.0)
+        want = labrys.load((ROOT / path).read_text(), backend="interp").derive("rev", name)(arg, 1.0)
+        np.testing.assert_allclose(np.asarray(got, dtype=float), np.asarray(want, dtype=float), rtol=1e-13)
+        assert fn is not None and split_fallbacks(m, name) == {}
+
+
+def test_sufrev_op_slope_stays_linear(mi):
+    """The op meter (interp) over loop sizes: sufrev/primal flat (log-log slope ≤ 1.1)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _ = labrys.METER.ops
+    sizes, costs = [10, 100, 1000], []
+    for n in sizes:
+        v = np.linspace(0.5, 1.5, n)
+        before = labrys.METER.ops
+        mi.derive("sufrev", "relu2")(v, 1.0)
+        costs.append(labrys.METER.ops - before)
+    slope = np.polyfit(np.log(sizes), np.log(costs), 1)[0]
+    assert slope <= 1.1
