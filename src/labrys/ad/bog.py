@@ -110,6 +110,8 @@ class Split:
         self.types: dict[str, Type] = {p.name: p.type for p in d.params}
         self.cots: dict[str, str] = {}
         self.alias: dict[str, str] = {}   # a copy made by dup -> the variable it copies
+        self.ccl: dict = {}  # a ccl's index vector -> (asserted to commute, span) (Note [ccl in O(1) memory])
+        self.notes: list[str] = []        # what show says about the choices made (ccl's reverse)
         self.table = free_var_table(d.body)
         _binder_types(d.body, self.types)
 
@@ -218,6 +220,8 @@ class Split:
 
     # --- one binding, one case per construct (Fig. 24's order) ---------------------
     def binding(self, b: Block, binder, rhs: ir.Expr, where: ir.Expr) -> None:
+        if isinstance(rhs, ir.Call) and rhs.func in ("cclCommutes", "cclTape") and isinstance(binder, str):
+            self.ccl[binder] = (rhs.func == "cclCommutes", rhs.span)
         match rhs:
             case ir.Const():
                 b.emit((binder, rhs))
@@ -357,10 +361,13 @@ def _binder_types(e: ir.Expr, types: dict[str, Type]) -> None:
 
 @deep
 def split(d: ir.Def, functions: Functions, fresh: FreshNames,
-          style: str = BINDINGS) -> tuple[ir.Def, ir.Def, Type]:
+          style: str = BINDINGS, notes: list | None = None) -> tuple[ir.Def, ir.Def, Type]:
     """``[suffwdpass f]`` and ``[sufrevpass f]`` of the SUF def ``d``, and f's BOG type,
-    the reverse pass in the bindings (Fig. 24) or continuation (Fig. 25) style."""
+    the reverse pass in the bindings (Fig. 24) or continuation (Fig. 25) style; what
+    ``show`` should say about choices made goes to ``notes``."""
     s = Split(d, functions, fresh, style)
+    if notes is not None:
+        s.notes = notes
     blk = s.block(d.body)
     base = erase_types(d.name)
     params = d.params

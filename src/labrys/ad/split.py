@@ -72,7 +72,7 @@ def _suf_pass(d: ir.Def, work: Work) -> ir.Def:
 def _halves(d: ir.Def, work: Work) -> tuple[ir.Def, ir.Def, Type]:
     entry = _memo(work, d)  # Note [One split per function]
     if "split" not in entry:
-        entry["split"] = split(d, work.functions, work.fresh, style(work))
+        entry["split"] = split(d, work.functions, work.fresh, style(work), entry.setdefault("notes", []))
     return entry["split"]
 
 
@@ -94,7 +94,8 @@ def style(work: Work) -> str:
 
 def _reverse_title(work: Work) -> str:
     figure = "Fig. 25, continuation style" if style(work) == CONTINUATIONS else "Fig. 24, bindings style"
-    return f"BOG reverse pass [sufrevpass f] ({figure})"
+    notes = "".join(f"\n; {n}" for n in work.notes.get("split-notes", ()))
+    return f"BOG reverse pass [sufrevpass f] ({figure}){notes}"
 
 
 def _forward_pass(d: ir.Def, work: Work) -> ir.Def:
@@ -102,7 +103,9 @@ def _forward_pass(d: ir.Def, work: Work) -> ir.Def:
 
 
 def _reverse_pass(d: ir.Def, work: Work) -> ir.Def:
-    return _halves(d, work)[1]
+    out = _halves(d, work)[1]
+    work.notes["split-notes"] = _memo(work, d).get("notes", [])
+    return out
 
 
 def _wrapper(d: ir.Def, work: Work) -> ir.Def:
