@@ -134,9 +134,25 @@ def test_non_tail_recursion_stays_on_python_with_the_reason(mc):
     assert why and all("holds its own BOG" in r for r in why.values())
 
 
-def test_default_gradient_compiles_where_it_picks_sufrev(mc):
-    g = labrys.grad(mc.caller, argnums=(0, 1))(1.5, 0.5)
-    assert g == pytest.approx(mc.derive("rev", "caller")((1.5, 0.5), 1.0), rel=1e-13)
+CHAIN = """
+(def f0 Float (v : Vec Float) (sumbuild (size v) (lam (i : Integer) (sin (index i v)))))
+(def f1 Float (v : Vec Float) (mul (f0 v) (sumbuild (size v) (lam (i : Integer) (cos (index i v))))))
+(def f2 Float (v : Vec Float) (mul (f1 v) (sumbuild (size v) (lam (i : Integer) (cos (index i v))))))
+(def f3 Float (v : Vec Float) (mul (f2 v) (sumbuild (size v) (lam (i : Integer) (cos (index i v))))))
+(def f4 Float (v : Vec Float) (mul (f3 v) (sumbuild (size v) (lam (i : Integer) (cos (index i v))))))
+"""
+
+
+def test_default_gradient_compiles_where_it_picks_sufrev():
+    """Calls nested 4 deep: the default gradient is sufrev, and it compiles."""
+    m = labrys.load(CHAIN, backend="compiled")
+    assert labrys.default_method(m.f4).method == "sufrev"
+    v = np.array([0.3, -0.2, 0.9])
+    g = labrys.grad(m.f4)(v)
+    # f4 = (Σ sin v)(Σ cos v)^4: ∂/∂v_j = cos v_j C^4 − 4 S C^3 sin v_j
+    S, C = np.sum(np.sin(v)), np.sum(np.cos(v))
+    np.testing.assert_allclose(g, np.cos(v) * C ** 4 - 4 * S * C ** 3 * np.sin(v), rtol=1e-13)
+    assert not m.backend.fallbacks
 
 
 @pytest.mark.parametrize("path, names", [("examples/split.ks", ["possq"]),
@@ -250,3 +266,22 @@ def test_ccl_commutes_must_be_a_literal_and_other_derivations_accept_it():
             assert dy == pytest.approx(10.0)
         else:
             assert labrys.grad(mi.drift, argnums=1, method=method)(0.3, 2.0, 5) == pytest.approx(10.0)
+
+
+def test_vectors_of_sums_are_structs_of_arrays():
+    """A loop's per-step BOG of an if is a sum: Vec (Sum …) compiles as a tag column
+    and both slots' columns (Note [Struct of arrays]), in and out of compiled code."""
+    src = """
+(def tags (Vec (Sum Float (Tuple Integer Float))) (v : Vec Float)
+  (build (size v) (lam (i : Integer)
+    (let (x (index i v)) (if (gt x 0.0) (inl (Sum Float (Tuple Integer Float)) (mul x x))
+                                        (inr (Sum Float (Tuple Integer Float)) (tuple i x)))))))
+(def total Float (s : Vec (Sum Float (Tuple Integer Float)))
+  (sumbuild (size s) (lam (i : Integer)
+    (case (index i s) ((inl a) a) ((inr b) (mul (to_float (get$1$2 b)) (get$2$2 b)))))))
+"""
+    m = labrys.load(src, backend="compiled")
+    out = m.tags(np.array([2.0, -1.0, 3.0, -4.0]))
+    assert [(e.left, e.value) for e in out] == [(True, 4.0), (False, (1, -1.0)), (True, 9.0), (False, (3, -4.0))]
+    assert m.total(out) == 4.0 - 1.0 + 9.0 - 12.0
+    assert not m.backend.fallbacks
