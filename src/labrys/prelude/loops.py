@@ -261,7 +261,7 @@ primitive("nTimes", _ntimes_type, lambda t: spread(_ntimes),
           "(nTimes n s0 (lam (s : T) e)): the step applied n times to s0 (n ≥ 0; Ellis et al. Fig. 16).",
           cost=lambda r, a: 0, structural=True)
 primitive("ccl", _ccl_type, lambda t: spread(_ccl),
-          "(ccl n s0 (lam (ks : Tuple Integer T) e) [commutes]): the step applied with k = n-1 down to 0, "
+          "(ccl n s0 (lam (ks : Tuple Integer T) e) [true]): the step applied with k = n-1 down to 0, "
           "ccl 0 s f = s, ccl n s f = ccl (n-1) (f (tuple (n-1) s)) f (Ellis et al. Fig. 18); an optional "
           "literal 4th argument true asserts that the steps' reverse maps commute, so split mode may use "
           "Fig. 19's O(1)-memory reverse.",
