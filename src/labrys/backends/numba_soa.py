@@ -1,6 +1,7 @@
 """Vectors of tuples for the ``compiled`` backend: a struct of arrays.
 
     Γ ⊢ v : Vec (Tuple E1 … Ek)  ↦  (n : int64, ⟦Vec E1⟧, …, ⟦Vec Ek⟧)
+    Γ ⊢ v : Vec (Sum A B)        ↦  (n : int64, ⟦Vec Bool⟧, ⟦Vec A⟧, ⟦Vec B⟧)
 
 Note [Struct of arrays]
 ~~~~~~~~~~~~~~~~~~~~~~~
@@ -8,7 +9,12 @@ Numba arrays hold numbers, so a vector of tuples is a tuple of its length
 and one column per component: a Float or Integer component is a float64 /
 int64 array, a Float-vector component the usual array of one more rank
 (rectangular, checked where values enter), a tuple component a struct of
-arrays itself.  ``Vec (Tuple)`` (the tangent of a ``Vec Integer``) is just
+arrays itself.  A vector of sums ``Vec (Sum A B)`` is laid out as the tagged
+tuple each sum is (Note [Compiled sums]): a boolean tag column and the
+columns of both slots, the absent slot's holding a placeholder, so reading
+element i gives exactly the tagged tuple ``case`` reads (split mode's
+per-step BOGs of an ``if`` inside a loop; Note [Concrete BOGs] in
+labrys.ad.bog_types).  ``Vec (Tuple)`` (the tangent of a ``Vec Integer``) is just
 ``(n,)``.  The length comes first so that a vector with no columns still
 has one.  One case per construct that reads or makes such a vector:
 
