@@ -47,7 +47,7 @@ from ..ir import nodes as ir
 from ..ir.build import C, V
 from ..ir.names import DerivedName, erase_types
 from ..ir.traverse import FreshNames, children, free_vars
-from ..ir.types import BOG, FLOAT, TSum, TTuple, Type
+from ..ir.types import FLOAT, TBogOf, TSum, TTuple, Type
 from ..opt.anf import rename_apart
 from ..types.checker import Functions
 from ..types.primitives import lookup
@@ -110,6 +110,8 @@ class Split:
         self.types: dict[str, Type] = {p.name: p.type for p in d.params}
         self.cots: dict[str, str] = {}
         self.alias: dict[str, str] = {}   # a copy made by dup -> the variable it copies
+        self.ccl: dict = {}  # a ccl's index vector -> (asserted to commute, span) (Note [ccl in O(1) memory])
+        self.notes: list[str] = []        # what show says about the choices made (ccl's reverse)
         self.table = free_var_table(d.body)
         _binder_types(d.body, self.types)
 
@@ -218,6 +220,8 @@ class Split:
 
     # --- one binding, one case per construct (Fig. 24's order) ---------------------
     def binding(self, b: Block, binder, rhs: ir.Expr, where: ir.Expr) -> None:
+        if isinstance(rhs, ir.Call) and rhs.func in ("cclCommutes", "cclTape") and isinstance(binder, str):
+            self.ccl[binder] = (rhs.func == "cclCommutes", rhs.span)
         match rhs:
             case ir.Const():
                 b.emit((binder, rhs))
@@ -357,10 +361,13 @@ def _binder_types(e: ir.Expr, types: dict[str, Type]) -> None:
 
 @deep
 def split(d: ir.Def, functions: Functions, fresh: FreshNames,
-          style: str = BINDINGS) -> tuple[ir.Def, ir.Def, Type]:
+          style: str = BINDINGS, notes: list | None = None) -> tuple[ir.Def, ir.Def, Type]:
     """``[suffwdpass f]`` and ``[sufrevpass f]`` of the SUF def ``d``, and f's BOG type,
-    the reverse pass in the bindings (Fig. 24) or continuation (Fig. 25) style."""
+    the reverse pass in the bindings (Fig. 24) or continuation (Fig. 25) style; what
+    ``show`` should say about choices made goes to ``notes``."""
     s = Split(d, functions, fresh, style)
+    if notes is not None:
+        s.notes = notes
     blk = s.block(d.body)
     base = erase_types(d.name)
     params = d.params
@@ -370,9 +377,10 @@ def split(d: ir.Def, functions: Functions, fresh: FreshNames,
         x = ir.Param(fresh("x"), d.arg_type)
         unpack = [(tuple(p.name for p in params), V(x.name))]
     fwd_body = rename_apart(wrap(unpack, s.forward(blk, lambda bog: C("bogPack", bog))), fresh)
-    fwd = ir.Def(DerivedName("suffwdpass", base), TTuple((d.ret, BOG)), (x,), fwd_body, span=d.span)
+    fwd = ir.Def(DerivedName("suffwdpass", base), TTuple((d.ret, TBogOf(blk.bog_type))), (x,), fwd_body,
+                 span=d.span)  # Note [Concrete BOGs] in .bog_types
     dt = ir.Param(fresh("dt"), tangent_type(d.ret))
-    bog = ir.Param(fresh("bog"), BOG)
+    bog = ir.Param(fresh("bog"), TBogOf(blk.bog_type))
     opened = fresh("b")
     w = fresh("w")
     keep = s.differentiable([p.name for p in params])

@@ -7,6 +7,9 @@ build with its environment) and ``fold``.
     Γ ⊢ fold (λt. e) a v : A        ↦   forward: the fold; a, v and what the λ captures kept
                                       reverse: RFold (Fig. 15) with the step's split as its
                                                reverse step
+    Γ ⊢ ccl n a (λks. e) true : A   ↦   forward: the same (the fold over the indices n-1 … 0)
+                                      reverse: Fig. 19, a fold in primal order carrying
+                                               (state, ∂state, ∂captured): no tape
 
 Note [Fold in split mode]
 ~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -19,12 +22,31 @@ followed by its reverse pass, in one λ.  Each step's primal thus runs three
 times (fold, replay, reverse step): a constant factor, not per-step BOGs kept
 from the forward pass; the captured variables' cotangents are summed over
 the steps.
+
+Note [ccl in O(1) memory]
+~~~~~~~~~~~~~~~~~~~~~~~~~
+``ccl`` (Fig. 18) reaches split mode as a fold over its indices (the AD
+desugaring, :func:`labrys.opt.anf._iterate_as_fold`), whose index vector the
+desugaring marks ``cclCommutes`` when the program writes ``(ccl n s0 f true)``
+and ``cclTape`` otherwise.  Fig. 19's reverse keeps only the initial state
+and replays the primal from it, applying each step's reverse map to the
+running cotangent as it goes: the reverse maps are applied in *primal*
+order, not reversed, so the result is the gradient only when they commute
+(guide §10) — including their contributions to the captured variables,
+``(∂s, ∂c) ↦ (J_k ∂s, ∂c + K_k ∂s)``: the step ``s + k·c`` commutes,
+``s · c`` does not.  labrys cannot prove that, so it is the program's
+assertion; without it a ccl gets the tape of its n states (RFold, as for
+``fold`` and ``nTimes``, Fig. 17).  ``show`` says which each ccl got and why
+(in the title of the reverse pass).  With the fixes the guide marks: the step
+gets its index (the figure's ``revf$f s`` drops it), and the replay is a loop
+(a ``fold`` carrying state, its cotangent and the captured variables'
+summed cotangents), not a recursion.
 """
 from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.build import C, V
-from ..ir.types import BOG, FLOAT, INTEGER, TTensor, TTuple
+from ..ir.types import FLOAT, INTEGER, TBogOf, TTensor, TTuple
 from ..types.tangent import tangent_type
 from .suf import unsupported
 
@@ -53,7 +75,7 @@ def build(s, b, binder, rhs: ir.Call, f: str, arg: ir.Tuple) -> None:
     keep = s.differentiable(consumed)
     if not keep:
         return
-    pair_t = TTuple((inner.tail.type, BOG if boxed else inner.bog_type))
+    pair_t = TTuple((inner.tail.type, TBogOf(inner.bog_type) if boxed else inner.bog_type))
     s.types[pairs] = pair_t
     b.store(pairs, TTensor(rank, pair_t))
     for x in keep:
@@ -85,6 +107,8 @@ def fold(s, b, binder, rhs: ir.Call, f: str, arg: ir.Tuple) -> None:
     if s.constant_type(acc0.type) and s.constant_type(v.type) and not keep:
         return
     dv = s.atom_cot(b, binder)
+    if _ccl_commutes(s, v, rhs):
+        return _replay(s, b, step, inner, acc0, v, dv, keep)
     d_acc = s.fresh("dacc")
     s.types[d_acc] = tangent_type(t_type.elems[0])
     grads = s.reverse(inner, V(d_acc), None, [t] + keep, unpack=False)
@@ -101,5 +125,50 @@ def fold(s, b, binder, rhs: ir.Call, f: str, arg: ir.Tuple) -> None:
     b.cur.append(((d_a, d_v, d_c), C("rfold", step, step_rev, acc0, v, dv, czero)))
     s.give(b, acc0, V(d_a))
     s.give(b, v, V(d_v))
+    for k, x in enumerate(keep):
+        s.give(b, V(x), ir.Get(k + 1, len(keep), V(d_c)))
+
+
+def _ccl_commutes(s, v: ir.Expr, rhs: ir.Call) -> bool:
+    """Is this fold a ccl whose steps the program asserts commute?  Says which
+    reverse a ccl gets, and why, in ``s.notes`` (``show``)."""
+    mark = s.ccl.get(s.alias.get(v.name, v.name)) if isinstance(v, ir.Var) else None
+    if mark is None:
+        return False
+    commutes, span = mark
+    where = f" at {span.line}:{span.col}" if span is not None else ""
+    s.notes.append(f"ccl{where}: " + (
+        "Fig. 19's O(1)-memory reverse (replays the primal; the program asserts that the steps commute)"
+        if commutes else
+        "the tape of its n states (Fig. 17); Fig. 19's O(1)-memory reverse is right only for steps that "
+        "commute: assert it with (ccl n s0 f true)"))
+    return commutes
+
+
+def _replay(s, b, step: ir.Lam, inner, acc0: ir.Expr, v: ir.Expr, dv: ir.Expr, keep: list[str]) -> None:
+    """Fig. 19 (guide §10's fixes): the reverse replays the steps in primal order from the
+    kept initial state, applying each step's reverse map to the running cotangent —
+    a ``fold`` over the same indices carrying (state, ∂state, ∂captured): no tape."""
+    t, t_type = step.var, step.var_type
+    acc_t, elem_t = t_type.elems
+    d_acc = s.fresh("dacc")
+    s.types[d_acc] = tangent_type(acc_t)
+    grads = s.reverse(inner, V(d_acc), None, [t] + keep, unpack=False)
+    got, st, acc, dc, elem = (s.fresh(x) for x in ("g", "st", "acc", "dc", "k"))
+    width = 1 + len(keep)
+    dc_t = TTuple(tuple(tangent_type(s.types[x]) for x in keep))
+    summed = ir.Tuple(tuple(C("ts_add", ir.Get(k + 1, len(keep), V(dc)), ir.Get(k + 2, width, V(got)))
+                            for k in range(len(keep))))
+    result = ir.Tuple((inner.tail, ir.Get(1, 2, ir.Get(1, width, V(got))), summed))
+    carried = s.fresh("carry")
+    state_t = TTuple((TTuple((acc_t, tangent_type(acc_t), dc_t)), elem_t))
+    body = ir.Let((st, elem), V(carried),
+                  ir.Let((acc, d_acc, dc), V(st),
+                         ir.Let(t, ir.Tuple((V(acc), V(elem))),
+                                s.forward_bindings(inner, ir.Let(got, grads, result)))))
+    czero = ir.Tuple(tuple(s.zero(b, V(x), s.types[x]) for x in keep))
+    end, d_a, d_c = s.fresh("s"), s.fresh("da"), s.fresh("dc")
+    b.cur.append(((end, d_a, d_c), C("fold", ir.Lam(carried, state_t, body), ir.Tuple((acc0, dv, czero)), v)))
+    s.give(b, acc0, V(d_a))
     for k, x in enumerate(keep):
         s.give(b, V(x), ir.Get(k + 1, len(keep), V(d_c)))

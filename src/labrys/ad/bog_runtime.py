@@ -2,7 +2,7 @@
 BOGs] in :mod:`labrys.ad.bog`), packed and opened by two primitives."""
 from __future__ import annotations
 
-from ..ir.types import BOG, TLam, Type
+from ..ir.types import BOG, TBogOf, TLam, Type
 from ..types.primitives import args_of, primitive, spread
 
 
@@ -30,7 +30,7 @@ class Bog:
         return "<BOG>"
 
 
-primitive("bogPack", lambda t: BOG, lambda t: Bog,
+primitive("bogPack", lambda t: TBogOf(t), lambda t: Bog,
           "(bogPack b): a function's BOG behind the opaque type BOG (split reverse mode).", _one, nondiff=True)
 primitive("bogOpen", _open_type, lambda t: spread(lambda b, w: b.value),
           "(bogOpen b (lam (w : B) w)): the BOG b as its structure type B (split reverse mode).", _one,

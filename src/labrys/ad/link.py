@@ -73,6 +73,16 @@ class Linker:
                 stack.extend((c, False) for c in reversed(self.callees(self.generated[id(sig)])))
         return order
 
+    def concrete(self, d: ir.Def):
+        """d for the compiled backend, its BOGs concrete (Note [Concrete BOGs] in .bog_types):
+        a ConcreteDef, None (d has no BOG) or why it cannot be."""
+        from .bog_types import concrete_def
+        return concrete_def(d, self)
+
+    def original_argument(self, func, arg):
+        from .bog_types import original_argument
+        return original_argument(func, arg)
+
     def _generate(self, sig: Signature) -> ir.Def:
         base = self.derivations.base_of(sig)
         derivation = sig.name.derivation

@@ -116,6 +116,8 @@ class Registry:
         ret = base.typeof(arg) if isinstance(base, Primitive) else base.ret
         if d.signature is not None:
             try:
+                if getattr(d.signature, "per_function", False):  # Note [Concrete BOGs] in .bog_types
+                    return d.signature(arg, ret, base)
                 return d.signature(arg, ret)
             except ValueError:  # e.g. a linear map has no tangent type
                 return None
@@ -186,9 +188,9 @@ REGISTRY = Registry((
     _knossos("fwdt", "forward mode returning the value too (polymorphic tupling)", "§5.4, Fig. 8", FWD_TUPLED,
              knossos.tupled(knossos.fwd_signature), knossos.FWDT_PIPELINE),
     _knossos("suffwdpass", "split reverse mode, forward pass: the value and its BOG", SPLIT, SPLIT_FORWARD,
-             split.forward_signature, split.FORWARD_PIPELINE, compiled=False, **split.STRATEGIES),
+             split.forward_signature, split.FORWARD_PIPELINE, **split.STRATEGIES),
     _knossos("sufrevpass", "split reverse mode, reverse pass from the BOG", SPLIT, SPLIT_REVERSE,
-             split.reverse_signature, split.REVERSE_PIPELINE, compiled=False, **split.STRATEGIES),
+             split.reverse_signature, split.REVERSE_PIPELINE, **split.STRATEGIES),
     _knossos("sufrev", "split reverse mode: the two passes", SPLIT, REV, knossos.rev_signature,
              split.SUFREV_PIPELINE, compiled=False, **split.STRATEGIES),
     Derivation("CL", "conversion to the categorical combinator language and back", "Knossos", ELLIS,

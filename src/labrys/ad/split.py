@@ -44,7 +44,7 @@ from ..ir import nodes as ir
 from ..ir.build import V
 from ..ir.names import DerivedName, erase_types
 from ..ir.traverse import all_names
-from ..ir.types import BOG, TTuple, Type
+from ..ir.types import BOG, TBogOf, TTuple, Type
 from ..opt.anf import rename_apart
 from ..opt.simplify import simplify
 from ..types.tangent import tangent_type
@@ -72,7 +72,7 @@ def _suf_pass(d: ir.Def, work: Work) -> ir.Def:
 def _halves(d: ir.Def, work: Work) -> tuple[ir.Def, ir.Def, Type]:
     entry = _memo(work, d)  # Note [One split per function]
     if "split" not in entry:
-        entry["split"] = split(d, work.functions, work.fresh, style(work))
+        entry["split"] = split(d, work.functions, work.fresh, style(work), entry.setdefault("notes", []))
     return entry["split"]
 
 
@@ -94,7 +94,8 @@ def style(work: Work) -> str:
 
 def _reverse_title(work: Work) -> str:
     figure = "Fig. 25, continuation style" if style(work) == CONTINUATIONS else "Fig. 24, bindings style"
-    return f"BOG reverse pass [sufrevpass f] ({figure})"
+    notes = "".join(f"\n; {n}" for n in work.notes.get("split-notes", ()))
+    return f"BOG reverse pass [sufrevpass f] ({figure}){notes}"
 
 
 def _forward_pass(d: ir.Def, work: Work) -> ir.Def:
@@ -102,7 +103,9 @@ def _forward_pass(d: ir.Def, work: Work) -> ir.Def:
 
 
 def _reverse_pass(d: ir.Def, work: Work) -> ir.Def:
-    return _halves(d, work)[1]
+    out = _halves(d, work)[1]
+    work.notes["split-notes"] = _memo(work, d).get("notes", [])
+    return out
 
 
 def _wrapper(d: ir.Def, work: Work) -> ir.Def:
@@ -146,12 +149,21 @@ SUFREV_PIPELINE = (knossos.ANF_TAIL, SUF,
 STRATEGIES = {"strategies": STYLES, "default_strategy": default_style}  # the registry entries' (Note [Two styles])
 
 
-def forward_signature(s: Type, t: Type) -> tuple[Type, Type]:
-    return s, TTuple((t, BOG))
+def _bog_of(base, s: Type) -> Type:
+    """The opaque BOG of ``[suffwdpass f]`` at S, tagged with f (Note [Concrete BOGs] in .bog_types)."""
+    name = getattr(base, "name", None)
+    return BOG if name is None else TBogOf(("fn", erase_types(name), s))
 
 
-def reverse_signature(s: Type, t: Type) -> tuple[Type, Type]:
-    return TTuple((tangent_type(t), BOG)), tangent_type(s)
+def forward_signature(s: Type, t: Type, base=None) -> tuple[Type, Type]:
+    return s, TTuple((t, _bog_of(base, s)))
+
+
+def reverse_signature(s: Type, t: Type, base=None) -> tuple[Type, Type]:
+    return TTuple((tangent_type(t), _bog_of(base, s))), tangent_type(s)
+
+
+forward_signature.per_function = reverse_signature.per_function = True
 
 
 

@@ -38,6 +38,7 @@ from ..context import Limits
 from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.names import show_name
+from ..ir.traverse import nodes
 from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
 from ..memory import address_space_window
 from ..values import dense, make_vec
@@ -129,6 +130,11 @@ class CompiledBackend(PythonBackend):
 
     def generate(self, d: ir.Def) -> Callable[[Any], Any]:
         """d compiled by Numba, or on the python backend with a note saying why."""
+        original, concrete, refused = d, self.concrete(d), None
+        if isinstance(concrete, str):  # generated anyway: a def that prints still orchestrates
+            concrete, refused = None, concrete
+        if concrete is not None:  # Note [Concrete BOGs] in labrys.ad.bog_types
+            d = concrete.d
         try:
             mod = NumbaModuleSource(self)
             entry = mod.add_def(d)
@@ -136,18 +142,37 @@ class CompiledBackend(PythonBackend):
         except Orchestration:  # Note [Orchestration]
             logging.getLogger("labrys.backends").debug("%s prints: runs on python, its callees compiled",
                                                        show_name(d.name))
-            return PythonBackend.generate(self, d)
+            return PythonBackend.generate(self, original)
         except Unsupported as why:
-            return self.fall_back(d, f"{why} is not supported by the compiled backend")
+            return self.fall_back(original, f"{refused or why} is not supported by the compiled backend")
         try:
             fn = compiled_function(text, entry, tuple(numba_type(p.type) for p in d.params))
         except LabrysError:
             raise
         except Exception as exc:  # Numba refused the generated code (Note [Compiled fallback])
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            return self.fall_back(d, f"Numba could not compile it ({first[:120]})")
+            return self.fall_back(original, f"Numba could not compile it ({first[:120]})")
         self.sources[show_name(d.name)] = text
-        return self._entry(d, fn)
+        return self._entry(d, fn, original, concrete)
+
+    # --- split reverse mode's BOGs (Note [Concrete BOGs] in labrys.ad.bog_types) ----------
+    def concrete(self, d: ir.Def):
+        """d with its BOGs given their structure types (a ConcreteDef), None if d has
+        none, or why it cannot be (a BOG of a recursive function)."""
+        hook = getattr(self.definitions, "concrete", None)
+        return None if hook is None else hook(d)
+
+    def without_bogs(self, d: ir.Def, span) -> ir.Def:
+        concrete = self.concrete(d)
+        if isinstance(concrete, str):
+            if any(isinstance(x, ir.Call) and x.func == "print" for x in nodes(d.body)):
+                return d  # it orchestrates (Note [Orchestration]): its callees are refused one by one
+            raise Unsupported(concrete, span)
+        return d if concrete is None else concrete.d
+
+    def original_argument(self, func, arg: Type) -> Type | None:
+        hook = getattr(self.definitions, "original_argument", None)
+        return None if hook is None else hook(func, arg)
 
     def fall_back(self, d: ir.Def, why: str) -> Callable[[Any], Any]:
         name = show_name(d.name)
@@ -156,18 +181,24 @@ class CompiledBackend(PythonBackend):
         self.fallbacks[name] = why
         return PythonBackend.generate(self, d)
 
-    def _entry(self, d: ir.Def, compiled: Any) -> Callable[[Any], Any]:
+    def _entry(self, d: ir.Def, compiled: Any, original: ir.Def | None = None, boxes=None) -> Callable[[Any], Any]:
         convert = [to_machine(p.type) for p in d.params]
         slow: list[Callable] = []
         back = from_machine(d.ret)
+        if boxes is not None:  # a BOG crosses as the opaque box (Note [Concrete BOGs])
+            convert = [c if u is None else (lambda v, c=c, u=u: c(u(v))) for c, u in zip(convert, boxes.unbox)]
+            if boxes.rebox is not None:
+                back = (lambda r, b=back, f=boxes.rebox: f(r if b is None else b(r)))
         fn = compiled if back is None else (lambda *args: back(compiled(*args)))
+        source = original or d
 
         def on_python(arg: Any) -> Any:  # Note [Compiled fallback]: the interpreter's error
             if not slow:
-                slow.append(PythonBackend.generate(self, d))
+                slow.append(PythonBackend.generate(self, source))
             return slow[0](arg)
 
-        fast = fast_entry(tuple(p.type for p in d.params), d.ret, compiled, self.name)  # Note [Cheap boundaries]
+        fast = None if boxes is not None else \
+            fast_entry(tuple(p.type for p in d.params), d.ret, compiled, self.name)  # Note [Cheap boundaries]
         if len(convert) == 1:
             (c,) = convert
 

@@ -1,6 +1,7 @@
 """Vectors of tuples for the ``compiled`` backend: a struct of arrays.
 
     Γ ⊢ v : Vec (Tuple E1 … Ek)  ↦  (n : int64, ⟦Vec E1⟧, …, ⟦Vec Ek⟧)
+    Γ ⊢ v : Vec (Sum A B)        ↦  (n : int64, ⟦Vec Bool⟧, ⟦Vec A⟧, ⟦Vec B⟧)
 
 Note [Struct of arrays]
 ~~~~~~~~~~~~~~~~~~~~~~~
@@ -8,7 +9,12 @@ Numba arrays hold numbers, so a vector of tuples is a tuple of its length
 and one column per component: a Float or Integer component is a float64 /
 int64 array, a Float-vector component the usual array of one more rank
 (rectangular, checked where values enter), a tuple component a struct of
-arrays itself.  ``Vec (Tuple)`` (the tangent of a ``Vec Integer``) is just
+arrays itself.  A vector of sums ``Vec (Sum A B)`` is laid out as the tagged
+tuple each sum is (Note [Compiled sums]): a boolean tag column and the
+columns of both slots, the absent slot's holding a placeholder, so reading
+element i gives exactly the tagged tuple ``case`` reads (split mode's
+per-step BOGs of an ``if`` inside a loop; Note [Concrete BOGs] in
+labrys.ad.bog_types).  ``Vec (Tuple)`` (the tangent of a ``Vec Integer``) is just
 ``(n,)``.  The length comes first so that a vector with no columns still
 has one.  One case per construct that reads or makes such a vector:
 
@@ -30,15 +36,15 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir import nodes as ir
-from ..ir.types import FLOAT, INTEGER, TTensor, Type
-from ..values import dense, make_vec
-from .numba_types import UNITS, Unsupported, is_soa
+from ..ir.types import BOOL, FLOAT, INTEGER, TSum, TTensor, TTuple, Type
+from ..values import Inj, dense, make_vec
+from .numba_types import UNITS, Unsupported, components, is_soa
 
 
 def element(t: TTensor, v: str, i: str) -> str:
     """The element i of the struct of arrays v (of type t) as a tuple expression."""
     parts = [element(TTensor(1, e), f"{v}[{k + 1}]", i) if is_soa(TTensor(1, e)) else f"{v}[{k + 1}][{i}]"
-             for k, e in enumerate(t.elem.elems)]
+             for k, e in enumerate(components(t.elem))]
     return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
 
@@ -84,14 +90,15 @@ class SoaMixin:
 
         def allocate(vt: TTensor, path: str) -> str:
             parts = [size]
-            for k, e in enumerate(vt.elem.elems):
+            for k, e in enumerate(components(vt.elem)):
                 if is_soa(TTensor(1, e)):
                     parts.append(allocate(TTensor(1, e), f"{path}[{k}]"))
                     continue
-                if e not in (FLOAT, INTEGER):
+                if e not in (FLOAT, INTEGER, BOOL):
                     raise Unsupported(f"build of {vt.elem} (a component that is a vector)", lam.span)
                 col = self.mod.fresh("col")
-                self.emit(f"{col} = _np.empty({size}{', _np.int64' if e == INTEGER else ''})")
+                dtype = {INTEGER: ", _np.int64", BOOL: ", _np.bool_"}.get(e, "")
+                self.emit(f"{col} = _np.empty({size}{dtype})")
                 columns.append((col, f"{path}[{k}]"))
                 parts.append(col)
             return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
@@ -109,15 +116,18 @@ class SoaMixin:
 
 def soa_numba_type(t: TTensor, numba_type: Callable[[Type], Any]) -> Any:
     from numba import types
-    return types.Tuple((types.int64, *(numba_type(TTensor(1, e)) for e in t.elem.elems)))
+    return types.Tuple((types.int64, *(types.Array(types.boolean, 1, "C") if e == BOOL else numba_type(TTensor(1, e))
+                                       for e in components(t.elem))))
 
 
 def soa_to_machine(t: TTensor, to_machine: Callable[[Type], Callable]) -> Callable[[Any], Any]:
     """A run-time vector of tuples → (n, columns…)."""
-    columns = [to_machine(TTensor(1, e)) for e in t.elem.elems]
+    columns = [(lambda xs: np.array(xs, dtype=np.bool_)) if e == BOOL else to_machine(TTensor(1, e))
+               for e in components(t.elem)]
+    tagged = _tagged(t.elem)
 
     def convert(v: Any) -> tuple:
-        items = list(dense(v))
+        items = [tagged(x) for x in dense(v)] if tagged else list(dense(v))
         return (len(items), *(c([x[k] for x in items]) for k, c in enumerate(columns)))
     return convert
 
@@ -125,9 +135,9 @@ def soa_to_machine(t: TTensor, to_machine: Callable[[Type], Callable]) -> Callab
 def soa_from_machine(t: TTensor, from_machine: Callable[[Type], Callable | None]) -> Callable[[Any], Any]:
     """(n, columns…) → a run-time vector of tuples."""
     readers = []
-    for e in t.elem.elems:
-        back = from_machine(TTensor(1, e))
-        if e == FLOAT:
+    for e in components(t.elem):
+        back = None if e == BOOL else from_machine(TTensor(1, e))
+        if e in (FLOAT, BOOL):
             readers.append(lambda col: [float(x) for x in col])
         elif back is None:  # an array of rows
             readers.append(lambda col: list(col))
@@ -136,5 +146,28 @@ def soa_from_machine(t: TTensor, from_machine: Callable[[Type], Callable | None]
 
     def convert(v: tuple) -> np.ndarray:
         cols = [read(c) for read, c in zip(readers, v[1:])]
-        return make_vec(t.elem, [tuple(c[i] for c in cols) for i in range(v[0])])
+        rows = [tuple(c[i] for c in cols) for i in range(v[0])]
+        if isinstance(t.elem, TSum):  # (tag, left, right) -> Inj
+            rows = [Inj(bool(r[0]), r[1] if r[0] else r[2]) for r in rows]
+        return make_vec(t.elem, rows)
     return convert
+
+
+def _tagged(t: Type) -> Callable[[Any], Any] | None:
+    """A run-time sum as (tag, left, right), the absent side a placeholder (Note
+    [Compiled sums]), for its columns; None when t is not a sum (sums inside a
+    component are the component's own columns)."""
+    if isinstance(t, TSum):
+        absent_l, absent_r = _python_placeholder(t.left), _python_placeholder(t.right)
+        return lambda v: (True, v.value, absent_r) if v.left else (False, absent_l, v.value)
+    return None
+
+
+def _python_placeholder(t: Type) -> Any:
+    if isinstance(t, TTuple):
+        return tuple(_python_placeholder(e) for e in t.elems)
+    if isinstance(t, TSum):
+        return Inj(True, _python_placeholder(t.left))
+    if isinstance(t, TTensor):
+        return make_vec(t.elem, [], (0,) * t.rank)
+    return {FLOAT: 0.0, INTEGER: 0, BOOL: False}.get(t, "")

@@ -176,7 +176,19 @@ class NumbaModuleSource(PyModuleSource):
         d = self.hooks.definition(sig)
         if d is None:
             raise Unsupported(f"call of {show_name(sig.name)} (an edef)", span)
-        return d
+        return self.hooks.without_bogs(d, span)  # Note [Concrete BOGs] in labrys.ad.bog_types
+
+    def resolve(self, func, arg: Type):
+        """The function a call names; a ``[sufrevpass f]`` whose BOG argument was made
+        concrete is found by its opaque type."""
+        opaque = self.hooks.original_argument(func, arg)
+        try:
+            found = self.hooks.functions.resolve(func, arg)
+        except LabrysError:
+            if opaque is None:
+                raise
+            found = None
+        return found if found is not None or opaque is None else self.hooks.functions.resolve(func, opaque)
 
     def text(self) -> str:
         size = sum(len(fn.lines) for fn in self.functions)
@@ -249,7 +261,7 @@ class LoopEmitter(TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitter):
     # --- calls ----------------------------------------------------------------------
 
     def call(self, t: str, e: ir.Call, func, arg: ir.Expr) -> None:
-        target = self.mod.hooks.functions.resolve(func, arg.type)
+        target = self.mod.resolve(func, arg.type)
         args = ir.call_args(e)
         if isinstance(target, Signature):
             callee, n = self.mod.user_function(target, e.span)
@@ -406,6 +418,6 @@ def _primitive(prim: Primitive, types: list[Type], xs: list[str], result: Type) 
                 return None
             parts.append(f"({code})")
         return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
-    if prim.name != "index" and any(isinstance(t, TTuple) for t in types):
+    if prim.name not in ("index", "dup", "elim") and any(isinstance(t, TTuple) for t in types):  # SUF copies tuples
         return None
     return prim.numba(xs, types, result)

@@ -51,14 +51,20 @@ def float_tensor(t: Type) -> bool:
 UNITS = TTensor(1, TTuple(()))  # Vec (Tuple): the tangent of a Vec Integer
 
 
+def components(t: Type) -> tuple[Type, ...]:
+    """The columns of a vector of t: a tuple's components; a sum's tag and its two
+    slots, as in its tagged representation (Notes [Compiled sums], [Struct of arrays])."""
+    return (BOOL, t.left, t.right) if isinstance(t, TSum) else t.elems
+
+
 def is_soa(t: Type | None) -> bool:
-    """``Vec (Tuple …)`` whose components have columns (Note [Struct of arrays])."""
-    return isinstance(t, TTensor) and t.rank == 1 and isinstance(t.elem, TTuple) and \
-        all(column_ok(e) for e in t.elem.elems)
+    """``Vec (Tuple …)`` or ``Vec (Sum …)`` whose components have columns (Note [Struct of arrays])."""
+    return isinstance(t, TTensor) and t.rank == 1 and isinstance(t.elem, (TTuple, TSum)) and \
+        all(column_ok(e) for e in components(t.elem))
 
 
 def column_ok(e: Type) -> bool:
-    return e in (FLOAT, INTEGER) or array_rank(TTensor(1, e)) is not None or is_soa(TTensor(1, e))
+    return e in (FLOAT, INTEGER, BOOL) or array_rank(TTensor(1, e)) is not None or is_soa(TTensor(1, e))
 
 
 def involves_soa(t: Type | None) -> bool:

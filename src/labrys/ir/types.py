@@ -73,6 +73,32 @@ STAGED = TBase("Staged")    # §6–7: a cotangent with a map of staged backprop
 STATE = TBase("State")      # §8: the two mutable arrays
 BOG = TBase("BOG")  # a function's BOG in split reverse mode, opaque (Ellis et al. §11; labrys.ad.bog)
 UNIT = TTuple(())
+
+
+class TBogOf(TBase):
+    """``BOG`` with what it is behind it (Note [Concrete BOGs] in labrys.ad.bog_types):
+    ``of`` is the BOG's structure type, or ``("fn", f, S)`` for the BOG of
+    ``[suffwdpass f]`` at argument type S.  It *is* ``BOG`` — equal, same hash,
+    printed ``BOG`` — so the checker and every pass treat it as the opaque type;
+    only the compiled backend looks behind it."""
+
+    __slots__ = ("of",)
+
+    def __init__(self, of) -> None:
+        object.__setattr__(self, "name", "BOG")
+        object.__setattr__(self, "of", of)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TBase) and other.name == "BOG"
+
+    def __hash__(self) -> int:
+        return hash(BOG)
+
+    def __reduce__(self):
+        return (TBogOf, (self.of,))
+
+    __str__ = Type.__str__
+
 BASE_TYPES = {t.name: t for t in (FLOAT, INTEGER, BOOL, STRING, DELTA, CONTRIB, STAGED, STATE, BOG)}
 
 

@@ -8,6 +8,7 @@ floated out of them (their code may depend on the binder or may not run).
 """
 from __future__ import annotations
 
+from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.build import is_atom
 from ..ir.traverse import FreshNames, all_names, children, map_bottom_up, rebuild
@@ -184,7 +185,7 @@ def _desugar(e: ir.Expr, fresh: FreshNames, ts_sumbuild: bool) -> ir.Expr:
             return ir.Let(vs, v, ir.Call("build", ir.Tuple((size, ir.Lam(i, index, body)))))
     if ts_sumbuild and isinstance(e, ir.Call) and e.func in ("nTimes", "ccl") and isinstance(e.arg, ir.Tuple) \
             and isinstance(e.arg.elems[2], ir.Lam):
-        return _iterate_as_fold(e.func, *e.arg.elems, fresh)
+        return _iterate_as_fold(e.func, *e.arg.elems[:3], fresh, *e.arg.elems[3:], span=e.span)
     if ts_sumbuild and isinstance(e, ir.Call) and e.func == "ifold" and isinstance(e.arg, ir.Tuple) \
             and isinstance(e.arg.elems[1], ir.Lam):
         # (ifold n f acc0) = (fold f acc0 (build n (lam (i : Integer) i))): f already takes (acc, i)
@@ -213,7 +214,8 @@ def _desugar(e: ir.Expr, fresh: FreshNames, ts_sumbuild: bool) -> ir.Expr:
     return e
 
 
-def _iterate_as_fold(kind: str, n: ir.Expr, s0: ir.Expr, f: ir.Lam, fresh: FreshNames) -> ir.Expr:
+def _iterate_as_fold(kind: str, n: ir.Expr, s0: ir.Expr, f: ir.Lam, fresh: FreshNames,
+                     commutes: ir.Expr | None = None, span=None) -> ir.Expr:
     """(nTimes n s0 (lam (s : T) e))  ↦  (fold (lam (acc_i : (Tuple T Integer)) (let (s acc) e)) s0 (build n i))
     and (ccl n s0 (lam (ks : (Tuple Integer T)) e)) the same over the indices n-1 … 0 with ks = (k, acc):
     the AD of fold (its RFold tape, Figs 16–17's revr) then serves both (Ellis et al. Figs 16–19)."""
@@ -227,6 +229,13 @@ def _iterate_as_fold(kind: str, n: ir.Expr, s0: ir.Expr, f: ir.Lam, fresh: Fresh
     item = ir.Var(i) if kind == "nTimes" else \
         ir.Call("sub", ir.Tuple((ir.Call("sub", ir.Tuple((ir.Var(k), one))), ir.Var(i))))
     indices = ir.Call("build", ir.Tuple((ir.Var(k), ir.Lam(i, INTEGER, item))))
+    if commutes is not None:  # (ccl n s0 f true): Fig. 19's O(1)-memory reverse is allowed (split mode)
+        if not (isinstance(commutes, ir.Const) and isinstance(commutes.value, bool)):
+            raise LabrysError("ccl's 4th argument (the steps commute) must be the literal true or false",
+                              commutes.span)
+    if kind == "ccl":  # split mode's choice of reverse: Note [ccl in O(1) memory] in labrys.ad.bog_loops
+        mark = "cclCommutes" if commutes is not None and commutes.value else "cclTape"
+        indices = ir.Call(mark, indices, span=span)
     ok = ir.Call("gte", ir.Tuple((ir.Var(k), ir.Const(0, INTEGER))))
     return ir.Let(k, n, ir.Assert(ok, ir.Call("fold", ir.Tuple((step, s0, indices)))))
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..context import count
 from ..ir.build import C
-from ..ir.types import FLOAT, INTEGER, TLam, TTensor, TTuple, Type
+from ..ir.types import BOOL, FLOAT, INTEGER, TLam, TTensor, TTuple, Type
 from ..types.primitives import args_of, primitive, spread
 from ..types.tangent import tangent_type
 from ..values import DeltaVec, PrimError, Sparse, SparseSum, dense, make_vec, numel
@@ -241,15 +241,15 @@ def _ntimes(n, s, f):
 
 
 def _ccl_type(t: Type) -> Type | None:
-    abc = args_of(t, 3)
-    if abc is None:
+    abc = args_of(t, 3) or args_of(t, 4)
+    if abc is None or (len(abc) == 4 and abc[3] != BOOL):  # the 4th: the steps commute (a literal)
         return None
-    n, s, f = abc
+    n, s, f = abc[:3]
     ok = n == INTEGER and isinstance(f, TLam) and f.arg == TTuple((INTEGER, s)) and f.res == s
     return s if ok else None
 
 
-def _ccl(n, s, f):
+def _ccl(n, s, f, commutes=False):
     if n < 0:
         raise PrimError(f"ccl: the count {n} is negative")
     for k in range(n - 1, -1, -1):  # ccl n s f = ccl (n-1) (f (n-1, s)) f
@@ -261,9 +261,19 @@ primitive("nTimes", _ntimes_type, lambda t: spread(_ntimes),
           "(nTimes n s0 (lam (s : T) e)): the step applied n times to s0 (n ≥ 0; Ellis et al. Fig. 16).",
           cost=lambda r, a: 0, structural=True)
 primitive("ccl", _ccl_type, lambda t: spread(_ccl),
-          "(ccl n s0 (lam (ks : Tuple Integer T) e)): the step applied with k = n-1 down to 0, "
-          "ccl 0 s f = s, ccl n s f = ccl (n-1) (f (tuple (n-1) s)) f (Ellis et al. Fig. 18).",
+          "(ccl n s0 (lam (ks : Tuple Integer T) e) [true]): the step applied with k = n-1 down to 0, "
+          "ccl 0 s f = s, ccl n s f = ccl (n-1) (f (tuple (n-1) s)) f (Ellis et al. Fig. 18); an optional "
+          "literal 4th argument true asserts that the steps' reverse maps commute, so split mode may use "
+          "Fig. 19's O(1)-memory reverse.",
           cost=lambda r, a: 0, structural=True)
+primitive("cclCommutes", lambda t: t if t == TTensor(1, INTEGER) else None, lambda t: lambda v: v,
+          "(cclCommutes v): v, the indices of a ccl whose steps the program asserts commute (made by "
+          "the AD desugaring of (ccl n s0 f true); split mode reverses it in O(1) memory, Fig. 19).",
+          cost=lambda r, a: 0, nondiff=True, structural=True, numba=lambda xs, types, res: xs[0])
+primitive("cclTape", lambda t: t if t == TTensor(1, INTEGER) else None, lambda t: lambda v: v,
+          "(cclTape v): v, the indices of a ccl not asserted to commute (made by the AD desugaring "
+          "of ccl; split mode reverses it with the tape of its states, Fig. 17).",
+          cost=lambda r, a: 0, nondiff=True, structural=True, numba=lambda xs, types, res: xs[0])
 
 
 def _map_type(t: Type) -> Type | None:
