@@ -46,6 +46,7 @@ from .cache import compiled_function
 from .numba_soa import soa_from_machine, soa_numba_type, soa_to_machine
 from .numba_source import NumbaModuleSource
 from .numba_sums import sum_from_machine, sum_to_machine
+from .numba_tape import NeedsTape
 from .numba_types import Orchestration, Unsupported, array_rank, is_soa
 from .python import PythonBackend, note
 
@@ -130,8 +131,12 @@ class CompiledBackend(PythonBackend):
     def generate(self, d: ir.Def) -> Callable[[Any], Any]:
         """d compiled by Numba, or on the python backend with a note saying why."""
         try:
-            mod = NumbaModuleSource(self)
-            entry = mod.add_def(d)
+            try:
+                mod = NumbaModuleSource(self)
+                entry = mod.add_def(d)
+            except NeedsTape:  # Note [The tape in generated code]
+                mod = NumbaModuleSource(self, tape=True)
+                entry = mod.add_def(d)
             text = mod.text()
         except Orchestration:  # Note [Orchestration]
             logging.getLogger("labrys.backends").debug("%s prints: runs on python, its callees compiled",
