@@ -38,7 +38,7 @@ from ..context import Limits
 from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.names import show_name
-from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
+from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
 from ..memory import address_space_window
 from ..values import dense, make_vec
 from .boundary import fast_entry
@@ -56,7 +56,7 @@ def numba_type(t: Type):
 
     if t == FLOAT:
         return types.float64
-    if t == INTEGER:
+    if t in (INTEGER, DELTA):
         return types.int64
     if t == BOOL:
         return types.boolean
@@ -68,7 +68,7 @@ def numba_type(t: Type):
         return types.Tuple((types.boolean, numba_type(t.left), numba_type(t.right)))
     if is_soa(t):  # Note [Struct of arrays]
         return soa_numba_type(t, numba_type)
-    if t.elem == INTEGER:
+    if t.elem in (INTEGER, DELTA):
         return types.Array(types.int64, t.rank, "C")
     return types.Array(types.float64, array_rank(t), "C")
 

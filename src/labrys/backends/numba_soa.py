@@ -30,7 +30,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir import nodes as ir
-from ..ir.types import FLOAT, INTEGER, TTensor, Type
+from ..ir.types import DELTA, FLOAT, INTEGER, TTensor, Type
 from ..values import dense, make_vec
 from .numba_types import UNITS, Unsupported, is_soa
 
@@ -88,10 +88,10 @@ class SoaMixin:
                 if is_soa(TTensor(1, e)):
                     parts.append(allocate(TTensor(1, e), f"{path}[{k}]"))
                     continue
-                if e not in (FLOAT, INTEGER):
+                if e not in (FLOAT, INTEGER, DELTA):
                     raise Unsupported(f"build of {vt.elem} (a component that is a vector)", lam.span)
                 col = self.mod.fresh("col")
-                self.emit(f"{col} = _np.empty({size}{', _np.int64' if e == INTEGER else ''})")
+                self.emit(f"{col} = _np.empty({size}{', _np.int64' if e in (INTEGER, DELTA) else ''})")
                 columns.append((col, f"{path}[{k}]"))
                 parts.append(col)
             return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"

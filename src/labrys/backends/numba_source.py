@@ -31,8 +31,8 @@ from ..types.primitives import Primitive
 from .numba_rfold import RFoldMixin
 from .numba_soa import SoaMixin
 from .numba_sums import SumMixin
-from .numba_tape import TAPE_PRIMITIVES, TapeMixin, tape_header
 from .numba_tangents import SparseSum, TangentMixin, rebuild
+from .numba_tape import TAPE_PRIMITIVES, TapeMixin, tape_boundary, tape_header
 from .numba_types import Orchestration, Unsupported, array_rank, float_tensor, int_array, involves_soa, representable
 from .pysource import Emitter, Function, PyModuleSource
 
@@ -89,6 +89,7 @@ class NumbaModuleSource(PyModuleSource):
     def add_def(self, d: ir.Def) -> str:
         """The module's entry: a function of d's parameters that starts the recursion
         budget (Note [Compiled recursion]) and calls d's body."""
+        tape_boundary(d)
         sig = self.signature_of(d)
         if sig is not None:
             callee, n = self.user_function(sig, d.span)
@@ -283,7 +284,8 @@ class LoopEmitter(TapeMixin, TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitt
         types = [a.type for a in args]
         xs = [self.atom(a) for a in args]
         if len(args) == 1 and isinstance(types[0], TTuple) and getattr(target.impl(types[0]), "spreads", False):
-            xs, types = [f"{xs[0]}[{k}]" for k in range(len(types[0].elems))], list(types[0].elems)  # Note [Spread arguments]
+            # Note [Spread arguments] in opt/anf.py: a tuple variable holding the arguments
+            xs, types = [f"{xs[0]}[{k}]" for k in range(len(types[0].elems))], list(types[0].elems)
         if name == "sum" and (float_tensor(types[0]) or types[0] == TTensor(1, INTEGER)) and types[0].rank == 1:
             return self.sum(t, xs[0], types[0].elem)
         code = _primitive(target, types, xs, e.type)
@@ -388,7 +390,8 @@ _WHAT = {ir.Lam: "lambda", ir.App: "call of a function value", ir.FnRef: "functi
 # tangent operations are this generator's own rules (:meth:`LoopEmitter.call`,
 # :mod:`.numba_tangents`) because they emit statements, not an expression.
 
-LOOPS = {"build", "sumbuild", "fold", "ifold", "ts_sumbuild", "sum", "map", "map2", "rfold"}  # LoopEmitter.call's own rules
+# LoopEmitter.call's own rules
+LOOPS = {"build", "sumbuild", "fold", "ifold", "ts_sumbuild", "sum", "map", "map2", "rfold"}
 TANGENT_OPERATIONS = {"ts_add", "ts_scale", "ts_neg", "ts_zero", "ts_dot", "dot", "ts_delta", "deltaVec"}
 
 

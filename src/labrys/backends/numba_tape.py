@@ -20,6 +20,20 @@ with the parameter: modules that do not use it are unchanged.  IDs are drawn in
 the order the statements run, which is the IR's left-to-right order, so loops
 and recursion number their ops as the Python run time does (P1, P9).
 
+Note [Deltas on the tape]
+~~~~~~~~~~~~~~~~~~~~~~~~~
+Krawiec et al.'s ``deltarev`` names every compound Delta with ``deltaLet`` before
+it enters a dual number (§7.1), so its tape is a DAG of Delta nodes and the same
+arrays hold it: a Delta is the ID of a node (machine int64), ``(Zero)`` a node
+without operands, ``(Scale r d)`` a node with one pair (d, r), ``(Add d e)`` one with
+pairs (d, 1) and (e, 1), and ``(deltaLet d)`` is d itself, already a node.  Nodes are
+made in evaluation order, so each node's operands are older than it, and the
+sweep of ``dualrevtape`` (IDs descending, each node once, a node whose adjoint is
+0 skipped as §7.3's loop skips a binding) is Fig. 10's ``eval``.  ``deltaInputs`` and
+``deltaGradient`` are ``drtInputs`` and ``drtGradient``: inputs are Vars 1..a.  The
+staged ``deltarev1`` and ``deltarev2`` (``OneHot``, evaluation as a tree) keep the
+Python run time.
+
 Interleave and Deinterleave walk the input and output by their static types
 (one case per type, as :mod:`labrys.ad.dual_io` walks values): Float, Integer,
 Bool, String, tuples, ``Vec Float`` (a struct of arrays of values and IDs),
@@ -34,12 +48,14 @@ import hashlib
 from pathlib import Path
 
 from ..ir import nodes as ir
-from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
+from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
 from ..types.tangent import is_constant_tangent, tangent_type
 from .numba_sums import placeholder
 from .numba_types import Unsupported, array_rank, is_soa
 
-TAPE_PRIMITIVES = ("drtZero", "drtOp", "drtInputs", "drtGradient")
+# Smeding & Vákár's dualrevtape, then Krawiec et al.'s deltarev (Note [Deltas on the tape])
+TAPE_PRIMITIVES = ("drtZero", "drtOp", "drtInputs", "drtGradient",
+                   "Zero", "Scale", "Add", "deltaLet", "deltaInputs", "deltaGradient")
 HELPERS = ("_drt_new", "_drt_fresh", "_drt_ids", "_drt_op", "_drt_begin", "_drt_base", "_drt_adjoints",
            "_drt_sweep")
 
@@ -55,6 +71,24 @@ def tape_header() -> str:
 
 class NeedsTape(Exception):
     """The module calls a tape primitive: generate it again with ``_tape`` threaded."""
+
+
+def _has_delta(t: Type) -> bool:
+    if t == DELTA:
+        return True
+    if isinstance(t, TTuple):
+        return any(_has_delta(e) for e in t.elems)
+    if isinstance(t, TSum):
+        return _has_delta(t.left) or _has_delta(t.right)
+    return isinstance(t, TTensor) and _has_delta(t.elem)
+
+
+def tape_boundary(d: ir.Def) -> None:
+    """A Delta is a node of a tape that lives only inside one compiled call: it cannot be
+    an argument or the result of the call (``[delta f]`` called from outside a run)."""
+    for what, t in [(f"parameter {p.name}", p.type) for p in d.params] + [("result", d.ret)]:
+        if _has_delta(t):
+            raise Unsupported(f"{what} of type {t} (a Delta outside a run of deltarev)", d.span)
 
 
 def _tuple(parts: list[str]) -> str:
@@ -80,12 +114,20 @@ class TapeMixin:
             return False
         if not self.mod.tape:
             raise NeedsTape(name)
-        if name == "drtZero":
+        if name in ("drtZero", "Zero"):
             self.emit(f"{t} = _drt_fresh(_tape)")
         elif name == "drtOp":
             xs = [self.atom(a) for a in args]
             self.emit(f"{t} = _drt_op(_tape, {_tuple(xs[0::2])}, {_tuple(xs[1::2])})")
-        elif name == "drtInputs":
+        elif name == "Scale":
+            r, u = (self.atom(a) for a in args)
+            self.emit(f"{t} = _drt_op(_tape, ({u},), ({r},))")
+        elif name == "Add":
+            u, v = (self.atom(a) for a in args)
+            self.emit(f"{t} = _drt_op(_tape, ({u}, {v}), (1.0, 1.0))")
+        elif name == "deltaLet":
+            self.emit(f"{t} = {self.atom(args[0])}")
+        elif name in ("drtInputs", "deltaInputs"):
             x = self.atom(args[0])
             self.emit("_drt_begin(_tape)")
             self.emit(f"{t} = {self.interleave(x, args[0].type, e)}")
