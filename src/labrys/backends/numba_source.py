@@ -32,7 +32,7 @@ from .numba_rfold import RFoldMixin
 from .numba_soa import SoaMixin
 from .numba_sums import SumMixin
 from .numba_tangents import SparseSum, TangentMixin, rebuild
-from .numba_tape import TAPE_PRIMITIVES, TapeMixin, tape_boundary, tape_header
+from .numba_tape import TAPE_PRIMITIVES, TapeMixin, tape_boundary, tape_entry, tape_header
 from .numba_types import Orchestration, Unsupported, array_rank, float_tensor, int_array, involves_soa, representable
 from .pysource import Emitter, Function, PyModuleSource
 
@@ -96,8 +96,8 @@ class NumbaModuleSource(PyModuleSource):
         else:
             callee, n = self.generate_def(d, Function(self.fresh("fn"), [])), len(d.params)
         entry = Function(self.fresh("fn"), [f"_a{k}" for k in range(n)])
-        hidden = [str(room())] + (["_drt_new()"] if self.tape else [])
-        entry.lines.append((f"    return {callee}({', '.join(entry.params + hidden)})", None))
+        call = f"{callee}({', '.join(entry.params + self.hidden(str(room())))})"
+        entry.lines += [(line, None) for line in tape_entry(call)] if self.tape else [(f"    return {call}", None)]
         self.functions.append(entry)
         return entry.name
 

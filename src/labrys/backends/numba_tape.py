@@ -57,7 +57,15 @@ from .numba_types import Unsupported, array_rank, is_soa
 TAPE_PRIMITIVES = ("drtZero", "drtOp", "drtInputs", "drtGradient",
                    "Zero", "Scale", "Add", "deltaLet", "deltaInputs", "deltaGradient")
 HELPERS = ("_drt_new", "_drt_fresh", "_drt_ids", "_drt_op", "_drt_begin", "_drt_base", "_drt_adjoints",
-           "_drt_sweep")
+           "_drt_sweep", "_drt_fits", "_drt_refit")
+
+
+def tape_entry(call: str) -> list[str]:
+    """The body of a module's entry that threads a tape: a call on a fresh tape, and once
+    more on one of the size it needed if it did not fit (Note [The tape as arrays])."""
+    return ["    _tape = _drt_new(1024, 2048)", f"    _r = {call}", "    if _drt_fits(_tape):", "        return _r",
+            "    _tape = _drt_refit(_tape)", f"    _r = {call}", "    if not _drt_fits(_tape):",
+            '        raise ValueError("the tape did not fit twice")', "    return _r"]
 
 
 @functools.cache

@@ -1,26 +1,29 @@
 """The tape of Smeding & Vákár's ``dualrevtape`` (Dual-numbers reverse AD,
 efficiently, §9.3) as machine data for the ``compiled`` backend: a struct of
-growable arrays and the compiled reverse sweep over it.
+preallocated arrays and the compiled reverse sweep over it.
 
-    Tape = { meta   : int64[4]   (next ID n, pairs used k, open runs d)
-             start  : int64[≥n+1] (ID i's entry is pairs start[i] … start[i+1]−1)
-             opnd   : int64[≥k]   (each pair's operand ID)
-             part   : float64[≥k] (each pair's partial ∂)
-             frames : int64[≥d]   (each open run's first ID, its slot 0) }
+    Tape = ( ints   : int64[8 + ≥n+1]  (next ID n, pairs used k, open runs d, overflow, high-water marks;
+                                        then start[i]: ID i's entry is pairs start[i] … start[i+1]−1)
+             pairs  : float64[≥2k]     (each pair's operand ID and partial ∂, side by side)
+             frames : int64[64]        (each open run's first ID, its slot 0) )
 
 Note [The tape as arrays]
 ~~~~~~~~~~~~~~~~~~~~~~~~~
 The Python run time keeps a list of tuples per run (``labrys.ad.dualrev_runtime``);
-here one run is a segment of three flat arrays, written in ID order, so an op
-costs a few array writes and no allocation: when an array is full it is
-replaced by one twice as large (the copy is amortised O(1) per write).  The
-arrays live in a Numba ``StructRef`` because a replaced array must be seen by
-every function holding the tape: the tape is the one mutable object the
-generated code passes along (Note [The tape in generated code] in
-:mod:`.numba_tape`).  Runs nest like the Python run time's stack of runs: a
-run starts at the current top (``_drt_begin``), its IDs are absolute positions,
-and the sweep pops it, so the next run reuses the space.  The adjoints are a
-separate array indexed by ID − base, as in the Python sweep (P7).
+here one run is a segment of two flat preallocated arrays, written in ID order,
+so an op costs a few array writes and no allocation.  The tape is a plain tuple
+of arrays: Numba passes it along for free, where a mutable ``StructRef`` (which
+could swap a full array for a larger one) cost three times as much per op in
+reference counting.  So the arrays do not grow in place; when a write does not
+fit, the tape notes the overflow and counts on without writing, the sweep is
+skipped, and the module's entry runs the call once more on a tape of exactly
+the size the first run reached (``_drt_fits``, ``_drt_refit``; generated code is
+pure, Note [Compiled fallback]).  A call that fits in 1024 IDs runs
+once; a larger one pays one extra forward pass and no copying.  Runs nest like
+the Python run time's stack of runs: a run starts at the current top
+(``_drt_begin``), its IDs are absolute positions, and the sweep pops it, so the
+next run reuses the space.  The adjoints are a separate array indexed by
+ID − base, as in the Python sweep (P7).
 
 The helpers are compiled in each process without Numba's disk cache (the
 package's folder may be read-only); a generated module that calls them is
@@ -29,149 +32,131 @@ cached whole by labrys's cache, helpers included (Note [Compile cache]).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
-from numba.experimental import structref
+from numba import njit
 
-
-@structref.register
-class TapeType(types.StructRef):
-    def preprocess_fields(self, fields):
-        return tuple((name, types.unliteral(t)) for name, t in fields)
-
-
-class Tape(structref.StructRefProxy):
-    """The tape of one compiled call (never crosses the boundary)."""
-
-
-structref.define_proxy(Tape, TapeType, ["meta", "start", "opnd", "part", "frames"])
-
-FIRST_CAPACITY = 256
+MAX_RUNS = 64  # runs open at once (a derivative called inside a derivative's run)
+N, K, D, OVER, TOP_N, TOP_K, S = 0, 1, 2, 3, 4, 5, 8
+# ints[N] next ID, ints[K] pairs used, ints[D] open runs, ints[OVER] 1 once something did not fit,
+# ints[TOP_N], ints[TOP_K] the most IDs and pairs a popped run had; ints[S + i] = start[i]
 
 
 @njit(cache=False)
-def _drt_new():
-    """An empty tape, no run open."""
-    return Tape(np.zeros(4, np.int64), np.zeros(FIRST_CAPACITY, np.int64), np.empty(FIRST_CAPACITY, np.int64),
-                np.empty(FIRST_CAPACITY), np.zeros(8, np.int64))
-
-
-@njit(cache=False)
-def _drt_grow(tape, ids, pairs):
-    """Room for ``ids`` more IDs and ``pairs`` more pairs: full arrays doubled."""
-    meta = tape.meta
-    need = meta[0] + ids + 1
-    if need > tape.start.shape[0]:
-        s = np.empty(max(2 * tape.start.shape[0], need), np.int64)
-        s[:tape.start.shape[0]] = tape.start
-        tape.start = s
-    need = meta[1] + pairs
-    if need > tape.opnd.shape[0]:
-        size = max(2 * tape.opnd.shape[0], need)
-        o = np.empty(size, np.int64)
-        o[:tape.opnd.shape[0]] = tape.opnd
-        tape.opnd = o
-        p = np.empty(size)
-        p[:tape.part.shape[0]] = tape.part
-        tape.part = p
+def _drt_new(ids, pairs):
+    """An empty tape with room for ``ids`` IDs and ``pairs`` pairs, no run open."""
+    ints = np.empty(S + ids + 2, np.int64)
+    ints[:S + 1] = 0
+    return (ints, np.empty(2 * pairs), np.zeros(MAX_RUNS, np.int64))
 
 
 @njit(cache=False)
 def _drt_fresh(tape):
     """A fresh ID with an empty entry: an input's or a literal's (drtZero)."""
-    meta = tape.meta
-    if meta[2] == 0:
+    ints = tape[0]
+    n = ints[N]
+    if ints[D] == 0:
         raise ValueError("drtZero outside a run of dualrevtape")
-    n = meta[0]
-    if n + 2 > tape.start.shape[0]:
-        _drt_grow(tape, 1, 0)
-    tape.start[n + 1] = meta[1]
-    meta[0] = n + 1
+    if S + n + 1 < ints.shape[0]:
+        ints[S + n + 1] = ints[K]
+    else:
+        ints[OVER] = 1
+    ints[N] = n + 1
     return n
 
 
 @njit(cache=False)
 def _drt_ids(tape, count):
     """``count`` consecutive fresh IDs with empty entries (a vector input); the first."""
-    meta = tape.meta
-    n, k = meta[0], meta[1]
-    if n + count + 1 > tape.start.shape[0]:
-        _drt_grow(tape, count, 0)
-    start = tape.start
-    for q in range(count):
-        start[n + 1 + q] = k
-    meta[0] = n + count
+    ints = tape[0]
+    n, k = ints[N], ints[K]
+    if S + n + count < ints.shape[0]:
+        for q in range(count):
+            ints[S + n + 1 + q] = k
+    else:
+        ints[OVER] = 1
+    ints[N] = n + count
     return n
 
 
 @njit(cache=False)
 def _drt_op(tape, ids, partials):
     """drtOp: the entry [(ids[q], partials[q])] written at the next ID, which it returns."""
-    meta = tape.meta
-    if meta[2] == 0:
+    ints, pairs = tape[0], tape[1]
+    n, k, c = ints[N], ints[K], len(ids)
+    if ints[D] == 0:
         raise ValueError("drtOp outside a run of dualrevtape")
-    n, k, c = meta[0], meta[1], len(ids)
-    if n + 2 > tape.start.shape[0] or k + c > tape.opnd.shape[0]:
-        _drt_grow(tape, 1, c)
-    opnd, part = tape.opnd, tape.part
-    for q in range(c):
-        opnd[k + q] = ids[q]
-        part[k + q] = partials[q]
-    tape.start[n + 1] = k + c
-    meta[0] = n + 1
-    meta[1] = k + c
+    if S + n + 1 < ints.shape[0] and 2 * (k + c) <= pairs.shape[0]:
+        for q in range(c):
+            pairs[2 * (k + q)] = ids[q]  # an ID as a float64: exact below 2^53
+            pairs[2 * (k + q) + 1] = partials[q]
+        ints[S + n + 1] = k + c
+    else:
+        ints[OVER] = 1
+    ints[N] = n + 1
+    ints[K] = k + c
     return n
 
 
 @njit(cache=False)
 def _drt_begin(tape):
     """drtInputs starts a run at the top of the tape; its first ID is slot 0, never used (P5)."""
-    meta = tape.meta
-    if meta[2] >= tape.frames.shape[0]:
-        f = np.zeros(2 * tape.frames.shape[0], np.int64)
-        f[:tape.frames.shape[0]] = tape.frames
-        tape.frames = f
-    tape.frames[meta[2]] = meta[0]
-    meta[2] += 1
+    ints, frames = tape[0], tape[2]
+    if ints[D] >= MAX_RUNS:
+        raise ValueError("more than 64 runs of dualrevtape open at once")
+    frames[ints[D]] = ints[N]
+    ints[D] += 1
     _drt_fresh(tape)
 
 
 @njit(cache=False)
 def _drt_base(tape):
     """The innermost open run's first ID."""
-    if tape.meta[2] == 0:
+    if tape[0][D] == 0:
         raise ValueError("drtGradient without drtInputs")
-    return tape.frames[tape.meta[2] - 1]
+    return tape[2][tape[0][D] - 1]
 
 
 @njit(cache=False)
 def _drt_adjoints(tape):
     """A zero adjoint per ID of the innermost run (indexed by ID − base)."""
-    return np.zeros(tape.meta[0] - _drt_base(tape))
+    adj = np.empty(tape[0][N] - _drt_base(tape))
+    adj[:] = 0.0  # np.empty and a fill: np.zeros of a large size takes fresh pages every call
+    return adj
 
 
 @njit(cache=False)
 def _drt_sweep(tape, adj):
     """Fig. 13's loop on the tape: IDs descending to the run's slot 1, each entry's
     operands get adjoint · ∂ (an adjoint 0 is skipped, as in the Python sweep);
-    then the run is popped.  adj holds the seeded outputs; afterwards the inputs'."""
-    meta = tape.meta
+    then the run is popped.  adj holds the seeded outputs; afterwards the inputs'.
+    A run that did not fit is not swept: the entry runs the call again (Note [The tape as arrays])."""
+    ints, pairs = tape[0], tape[1]
     base = _drt_base(tape)
-    start, opnd, part = tape.start, tape.opnd, tape.part
-    for i in range(meta[0] - 1, base, -1):
-        a = adj[i - base]
-        if a == 0.0:
-            continue
-        for q in range(start[i], start[i + 1]):
-            j = opnd[q] - base
-            if j < 0:
-                raise ValueError("an ID of another run on dualrevtape's tape")
-            adj[j] += a * part[q]
-    meta[0] = base
-    meta[1] = start[base]
-    meta[2] -= 1
+    if ints[OVER] == 0:
+        for i in range(ints[N] - 1, base, -1):
+            a = adj[i - base]
+            if a == 0.0:
+                continue
+            for q in range(ints[S + i], ints[S + i + 1]):
+                j = int(pairs[2 * q]) - base
+                if j < 0:
+                    raise ValueError("an ID of another run on dualrevtape's tape")
+                adj[j] += a * pairs[2 * q + 1]
+    ints[TOP_N] = max(ints[TOP_N], ints[N])
+    ints[TOP_K] = max(ints[TOP_K], ints[K])
+    ints[N] = base
+    ints[K] = ints[S + base] if ints[OVER] == 0 else 0
+    ints[D] -= 1
 
 
 @njit(cache=False)
-def _drt_length(tape):
-    """The number of IDs and of pairs on the tape (for tests: tape length = number of ops)."""
-    return tape.meta[0], tape.meta[1]
+def _drt_fits(tape):
+    """After a call: True if every write fitted."""
+    return tape[0][OVER] == 0
+
+
+@njit(cache=False)
+def _drt_refit(tape):
+    """A tape with room for what a call on ``tape`` needed (with a margin)."""
+    ints = tape[0]
+    ids, pairs = max(ints[TOP_N], ints[N]), max(ints[TOP_K], ints[K])
+    return _drt_new(ids + ids // 4 + 16, pairs + pairs // 4 + 16)
