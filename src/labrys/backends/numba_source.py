@@ -97,7 +97,11 @@ class NumbaModuleSource(PyModuleSource):
             callee, n = self.generate_def(d, Function(self.fresh("fn"), [])), len(d.params)
         entry = Function(self.fresh("fn"), [f"_a{k}" for k in range(n)])
         call = f"{callee}({', '.join(entry.params + self.hidden(str(room())))})"
-        entry.lines += [(line, None) for line in tape_entry(call)] if self.tape else [(f"    return {call}", None)]
+        if self.tape:  # Note [The tape as arrays]
+            params = [(x, p.type) for x, p in zip(entry.params, d.params)]
+            entry.lines += [(line, None) for line in tape_entry(call, params)]
+        else:
+            entry.lines.append((f"    return {call}", None))
         self.functions.append(entry)
         return entry.name
 

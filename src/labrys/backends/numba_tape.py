@@ -60,12 +60,27 @@ HELPERS = ("_drt_new", "_drt_fresh", "_drt_ids", "_drt_op", "_drt_begin", "_drt_
            "_drt_sweep", "_drt_fits", "_drt_refit")
 
 
-def tape_entry(call: str) -> list[str]:
-    """The body of a module's entry that threads a tape: a call on a fresh tape, and once
-    more on one of the size it needed if it did not fit (Note [The tape as arrays])."""
-    return ["    _tape = _drt_new(1024, 2048)", f"    _r = {call}", "    if _drt_fits(_tape):", "        return _r",
-            "    _tape = _drt_refit(_tape)", f"    _r = {call}", "    if not _drt_fits(_tape):",
-            '        raise ValueError("the tape did not fit twice")', "    return _r"]
+def _elements(x: str, t: Type) -> list[str]:
+    """Source of the number of elements of the vectors in x : t (a guess at a tape's size)."""
+    if isinstance(t, TTuple):
+        return [n for k, u in enumerate(t.elems) for n in _elements(f"{x}[{k}]", u)]
+    if is_soa(t):
+        return [f"{x}[0] * {len(t.elem.elems)}"]
+    if array_rank(t) is not None:
+        return [f"{x}.size"]
+    return []
+
+
+def tape_entry(call: str, params: list[tuple[str, Type]]) -> list[str]:
+    """The body of a module's entry that threads a tape: a call on a fresh tape with room for
+    4 IDs per element of the vector arguments (a guess), and once more on one of the size it
+    needed if it did not fit (Note [The tape as arrays])."""
+    size = " + ".join(["1024"] + [f"4 * {n}" for x, t in params for n in _elements(x, t)])
+    return [f"    _ids = {size}", "    _tape = _drt_new(_ids, 2 * _ids)", f"    _r = {call}",
+            "    if _drt_fits(_tape):", "        return _r",
+            "    _tape = _drt_refit(_tape)", f"    _r = {call}",
+            "    if not _drt_fits(_tape):", '        raise ValueError("the tape did not fit twice")',
+            "    return _r"]
 
 
 @functools.cache
