@@ -69,10 +69,13 @@ def _shaped(_x, _like):
     return _x
 
 
-NAMES = ("_idiv", "_checkindex", "_extremum", "_argextremum", "_ranhashdoub", "_shaped")
+from . import numba_tape_runtime as _tape  # noqa: E402  (dualrevtape's tape: Note [The tape as arrays])
+
+NAMES = ("_idiv", "_checkindex", "_extremum", "_argextremum", "_ranhashdoub", "_shaped") + _tape.NAMES
 
 
 def source() -> str:
     """The helpers as the module the cache compiles once per cache folder (Note [Compile cache])."""
-    return "import numpy as _np\nfrom numba import njit as _njit\n" + "".join(
-        f"\n\n@_njit(cache=_cache)\n{inspect.getsource(globals()[name])}" for name in NAMES)
+    return "import numpy as _np\nfrom numba import njit as _njit\n" + _tape.CONSTANTS + "".join(
+        f"\n\n@_njit(cache=_cache)\n{inspect.getsource(globals().get(name) or getattr(_tape, name))}"
+        for name in NAMES)

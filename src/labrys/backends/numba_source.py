@@ -32,7 +32,7 @@ from .numba_rfold import RFoldMixin
 from .numba_soa import SoaMixin
 from .numba_sums import SumMixin
 from .numba_tangents import SparseSum, TangentMixin, rebuild
-from .numba_tape import TAPE_PRIMITIVES, TapeMixin, tape_boundary, tape_entry, tape_header
+from .numba_tape import TAPE_PRIMITIVES, TapeMixin, tape_boundary, tape_entry
 from .numba_types import Orchestration, Unsupported, array_rank, float_tensor, int_array, involves_soa, representable
 from .pysource import Emitter, Function, PyModuleSource
 
@@ -184,8 +184,6 @@ class NumbaModuleSource(PyModuleSource):
         if size > MAX_STATEMENTS:
             raise Unsupported(f"a body of {size} statements (more than {MAX_STATEMENTS})", None)
         out = [HEADER]
-        if self.tape:
-            out.append(tape_header())
         decorator = DECORATOR.replace("cache=_cache", "cache=False") if self.cyclic else DECORATOR
         for fn in self.functions:
             out += ["", decorator, f"def {fn.name}({', '.join(fn.params)}):"]

@@ -43,10 +43,6 @@ derivative runs on ``python`` with a note.
 """
 from __future__ import annotations
 
-import functools
-import hashlib
-from pathlib import Path
-
 from ..ir import nodes as ir
 from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
 from ..types.tangent import is_constant_tangent, tangent_type
@@ -56,8 +52,10 @@ from .numba_types import Unsupported, array_rank, is_soa
 # Smeding & Vákár's dualrevtape, then Krawiec et al.'s deltarev (Note [Deltas on the tape])
 TAPE_PRIMITIVES = ("drtZero", "drtOp", "drtInputs", "drtGradient",
                    "Zero", "Scale", "Add", "deltaLet", "deltaInputs", "deltaGradient")
-HELPERS = ("_drt_new", "_drt_fresh", "_drt_ids", "_drt_op", "_drt_begin", "_drt_base", "_drt_adjoints",
-           "_drt_sweep", "_drt_fits", "_drt_refit")
+
+
+class NeedsTape(Exception):
+    """The module calls a tape primitive: generate it again with ``_tape`` threaded."""
 
 
 def _elements(x: str, t: Type) -> list[str]:
@@ -81,19 +79,6 @@ def tape_entry(call: str, params: list[tuple[str, Type]]) -> list[str]:
             "    _tape = _drt_refit(_tape)", f"    _r = {call}",
             "    if not _drt_fits(_tape):", '        raise ValueError("the tape did not fit twice")',
             "    return _r"]
-
-
-@functools.cache
-def tape_header() -> str:
-    """The import of the tape helpers, with a hash of their source, so that labrys's cache key
-    changes with them (Note [Compile cache]); numba is imported only when the module runs."""
-    text = (Path(__file__).parent / "numba_tape_runtime.py").read_bytes()
-    return (f"# the tape helpers {hashlib.sha256(text).hexdigest()[:16]}\n"
-            f"from labrys.backends.numba_tape_runtime import {', '.join(HELPERS)}\n")
-
-
-class NeedsTape(Exception):
-    """The module calls a tape primitive: generate it again with ``_tape`` threaded."""
 
 
 def _has_delta(t: Type) -> bool:

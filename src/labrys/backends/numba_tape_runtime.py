@@ -25,30 +25,30 @@ the Python run time's stack of runs: a run starts at the current top
 next run reuses the space.  The adjoints are a separate array indexed by
 ID − base, as in the Python sweep (P7).
 
-The helpers are compiled in each process without Numba's disk cache (the
-package's folder may be read-only); a generated module that calls them is
-cached whole by labrys's cache, helpers included (Note [Compile cache]).
+These are plain functions: :mod:`.numba_runtime` compiles them with its own helpers,
+as an entry of labrys's cache, and gives them to every generated module as
+globals (Note [Compile cache]).
 """
 from __future__ import annotations
 
-import numpy as np
-from numba import njit
+import numpy as _np
 
-MAX_RUNS = 64  # runs open at once (a derivative called inside a derivative's run)
-N, K, D, OVER, TOP_N, TOP_K, S = 0, 1, 2, 3, 4, 5, 8
 # ints[N] next ID, ints[K] pairs used, ints[D] open runs, ints[OVER] 1 once something did not fit,
-# ints[TOP_N], ints[TOP_K] the most IDs and pairs a popped run had; ints[S + i] = start[i]
+# ints[TOP_N], ints[TOP_K] the most IDs and pairs a popped run had; ints[S + i] = start[i];
+# MAX_RUNS runs open at once (a derivative called inside a derivative's run)
+N, K, D, OVER, TOP_N, TOP_K, S, MAX_RUNS = 0, 1, 2, 3, 4, 5, 8, 64
+CONSTANTS = f"N, K, D, OVER, TOP_N, TOP_K, S, MAX_RUNS = {N}, {K}, {D}, {OVER}, {TOP_N}, {TOP_K}, {S}, {MAX_RUNS}\n"
+NAMES = ("_drt_new", "_drt_fresh", "_drt_ids", "_drt_op", "_drt_begin", "_drt_base", "_drt_adjoints",
+         "_drt_sweep", "_drt_fits", "_drt_refit")
 
 
-@njit(cache=False)
 def _drt_new(ids, pairs):
     """An empty tape with room for ``ids`` IDs and ``pairs`` pairs, no run open."""
-    ints = np.empty(S + ids + 2, np.int64)
+    ints = _np.empty(S + ids + 2, _np.int64)
     ints[:S + 1] = 0
-    return (ints, np.empty(2 * pairs), np.zeros(MAX_RUNS, np.int64))
+    return (ints, _np.empty(2 * pairs), _np.zeros(MAX_RUNS, _np.int64))
 
 
-@njit(cache=False)
 def _drt_fresh(tape):
     """A fresh ID with an empty entry: an input's or a literal's (drtZero)."""
     ints = tape[0]
@@ -63,7 +63,6 @@ def _drt_fresh(tape):
     return n
 
 
-@njit(cache=False)
 def _drt_ids(tape, count):
     """``count`` consecutive fresh IDs with empty entries (a vector input); the first."""
     ints = tape[0]
@@ -77,7 +76,6 @@ def _drt_ids(tape, count):
     return n
 
 
-@njit(cache=False)
 def _drt_op(tape, ids, partials):
     """drtOp: the entry [(ids[q], partials[q])] written at the next ID, which it returns."""
     ints, pairs = tape[0], tape[1]
@@ -96,7 +94,6 @@ def _drt_op(tape, ids, partials):
     return n
 
 
-@njit(cache=False)
 def _drt_begin(tape):
     """drtInputs starts a run at the top of the tape; its first ID is slot 0, never used (P5)."""
     ints, frames = tape[0], tape[2]
@@ -107,7 +104,6 @@ def _drt_begin(tape):
     _drt_fresh(tape)
 
 
-@njit(cache=False)
 def _drt_base(tape):
     """The innermost open run's first ID."""
     if tape[0][D] == 0:
@@ -115,15 +111,13 @@ def _drt_base(tape):
     return tape[2][tape[0][D] - 1]
 
 
-@njit(cache=False)
 def _drt_adjoints(tape):
     """A zero adjoint per ID of the innermost run (indexed by ID − base)."""
-    adj = np.empty(tape[0][N] - _drt_base(tape))
-    adj[:] = 0.0  # np.empty and a fill: np.zeros of a large size takes fresh pages every call
+    adj = _np.empty(tape[0][N] - _drt_base(tape))
+    adj[:] = 0.0  # _np.empty and a fill: _np.zeros of a large size takes fresh pages every call
     return adj
 
 
-@njit(cache=False)
 def _drt_sweep(tape, adj):
     """Fig. 13's loop on the tape: IDs descending to the run's slot 1, each entry's
     operands get adjoint · ∂ (an adjoint 0 is skipped, as in the Python sweep);
@@ -148,13 +142,11 @@ def _drt_sweep(tape, adj):
     ints[D] -= 1
 
 
-@njit(cache=False)
 def _drt_fits(tape):
     """After a call: True if every write fitted."""
     return tape[0][OVER] == 0
 
 
-@njit(cache=False)
 def _drt_refit(tape):
     """A tape with room for what a call on ``tape`` needed (with a margin)."""
     ints = tape[0]
