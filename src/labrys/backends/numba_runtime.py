@@ -6,6 +6,8 @@ import inspect
 
 import numpy as _np
 
+from . import numba_tape_runtime as _tape  # dualrevtape's tape (Note [The tape as arrays]), compiled with these
+
 
 def _idiv(_a, _b):
     if _b == 0:
@@ -68,8 +70,6 @@ def _shaped(_x, _like):
         raise ValueError("tensor sizes differ")
     return _x
 
-
-from . import numba_tape_runtime as _tape  # noqa: E402  (dualrevtape's tape: Note [The tape as arrays])
 
 NAMES = ("_idiv", "_checkindex", "_extremum", "_argextremum", "_ranhashdoub", "_shaped") + _tape.NAMES
 
