@@ -166,11 +166,12 @@ def _smeding_stages() -> tuple[Derivation, ...]:
              "the ID counter and the tape")):
         r = module.REALS
         out.append(Derivation(r.algorithm, summary, "Smeding & Vákár", SMEDING, where, REV, WHOLE_LANGUAGE,
-                              knossos.rev_signature, module.PIPELINE, compiled=False, runtime=runtime,
+                              knossos.rev_signature, module.PIPELINE, compiled=module is dualrevtape, runtime=runtime,
                               treats=dual_numbers.treats))
         out.append(Derivation(r.derivation, f"{r.algorithm}'s translation [{r.derivation} f]", "Smeding & Vákár",
                               SMEDING, where, TRANSLATION, WHOLE_LANGUAGE, translation_signature(r),
-                              module.TRANSLATION, compiled=False, internal=True, treats=dual_numbers.treats))
+                              module.TRANSLATION, compiled=module is dualrevtape, internal=True,
+                              treats=dual_numbers.treats))
     return tuple(out)
 
 
@@ -210,11 +211,11 @@ REGISTRY = Registry((
     _krawiec("deltarev2", "reverse mode with Delta, evaluated as a tree", "§6, Figs 7–8, 15", REV,
              knossos.rev_signature, deltarev2.PIPELINE, compiled=False, runtime="Delta values"),
     _krawiec("deltarev", "reverse mode with Delta and explicit sharing (the tape)", "§7, §10–11, Figs 9–11, 15",
-             REV, knossos.rev_signature, deltarev.PIPELINE, compiled=False, runtime="the Delta tape"),
+             REV, knossos.rev_signature, deltarev.PIPELINE, runtime="the Delta tape"),
     _translation(dualfwd, "dualfwd's translation Fw[f]", "Fig. 3"),
     _translation(deltarev1, "deltarev1's translation D1[f]", "Fig. 5"),
     _translation(deltarev2, "deltarev2's translation D2[f]", "Fig. 7", compiled=False),
-    _translation(deltarev, "deltarev's translation D[f] into the tape monad", "Fig. 9", compiled=False),
+    _translation(deltarev, "deltarev's translation D[f] into the tape monad", "Fig. 9"),
     # Smeding & Vákár: dual-numbers reverse AD in six steps (S1)
     *_smeding_stages(),
     # Vákár & Smeding: CHAD (C1, C2)

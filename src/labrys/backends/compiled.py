@@ -39,7 +39,7 @@ from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.traverse import nodes
-from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
+from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
 from ..memory import address_space_window
 from ..values import dense, make_vec
 from .boundary import fast_entry
@@ -47,6 +47,7 @@ from .cache import compiled_function
 from .numba_soa import soa_from_machine, soa_numba_type, soa_to_machine
 from .numba_source import NumbaModuleSource
 from .numba_sums import sum_from_machine, sum_to_machine
+from .numba_tape import NeedsTape
 from .numba_types import Orchestration, Unsupported, array_rank, is_soa
 from .python import PythonBackend, note
 
@@ -56,7 +57,7 @@ def numba_type(t: Type):
 
     if t == FLOAT:
         return types.float64
-    if t == INTEGER:
+    if t in (INTEGER, DELTA):
         return types.int64
     if t == BOOL:
         return types.boolean
@@ -68,7 +69,7 @@ def numba_type(t: Type):
         return types.Tuple((types.boolean, numba_type(t.left), numba_type(t.right)))
     if is_soa(t):  # Note [Struct of arrays]
         return soa_numba_type(t, numba_type)
-    if t.elem == INTEGER:
+    if t.elem in (INTEGER, DELTA):
         return types.Array(types.int64, t.rank, "C")
     return types.Array(types.float64, array_rank(t), "C")
 
@@ -136,8 +137,12 @@ class CompiledBackend(PythonBackend):
         if concrete is not None:  # Note [Concrete BOGs] in labrys.ad.bog_types
             d = concrete.d
         try:
-            mod = NumbaModuleSource(self)
-            entry = mod.add_def(d)
+            try:
+                mod = NumbaModuleSource(self)
+                entry = mod.add_def(d)
+            except NeedsTape:  # Note [The tape in generated code]
+                mod = NumbaModuleSource(self, tape=True)
+                entry = mod.add_def(d)
             text = mod.text()
         except Orchestration:  # Note [Orchestration]
             logging.getLogger("labrys.backends").debug("%s prints: runs on python, its callees compiled",

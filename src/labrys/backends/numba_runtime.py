@@ -6,6 +6,8 @@ import inspect
 
 import numpy as _np
 
+from . import numba_tape_runtime as _tape  # dualrevtape's tape (Note [The tape as arrays]), compiled with these
+
 
 def _idiv(_a, _b):
     if _b == 0:
@@ -69,10 +71,11 @@ def _shaped(_x, _like):
     return _x
 
 
-NAMES = ("_idiv", "_checkindex", "_extremum", "_argextremum", "_ranhashdoub", "_shaped")
+NAMES = ("_idiv", "_checkindex", "_extremum", "_argextremum", "_ranhashdoub", "_shaped") + _tape.NAMES
 
 
 def source() -> str:
     """The helpers as the module the cache compiles once per cache folder (Note [Compile cache])."""
-    return "import numpy as _np\nfrom numba import njit as _njit\n" + "".join(
-        f"\n\n@_njit(cache=_cache)\n{inspect.getsource(globals()[name])}" for name in NAMES)
+    return "import numpy as _np\nfrom numba import njit as _njit\n" + _tape.CONSTANTS + "".join(
+        f"\n\n@_njit(cache=_cache)\n{inspect.getsource(globals().get(name) or getattr(_tape, name))}"
+        for name in NAMES)

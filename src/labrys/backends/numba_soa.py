@@ -36,7 +36,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir import nodes as ir
-from ..ir.types import BOOL, FLOAT, INTEGER, TSum, TTensor, TTuple, Type
+from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, TSum, TTensor, TTuple, Type
 from ..values import Inj, dense, make_vec
 from .numba_types import UNITS, Unsupported, components, is_soa
 
@@ -94,10 +94,10 @@ class SoaMixin:
                 if is_soa(TTensor(1, e)):
                     parts.append(allocate(TTensor(1, e), f"{path}[{k}]"))
                     continue
-                if e not in (FLOAT, INTEGER, BOOL):
+                if e not in (FLOAT, INTEGER, BOOL, DELTA):
                     raise Unsupported(f"build of {vt.elem} (a component that is a vector)", lam.span)
                 col = self.mod.fresh("col")
-                dtype = {INTEGER: ", _np.int64", BOOL: ", _np.bool_"}.get(e, "")
+                dtype = {INTEGER: ", _np.int64", DELTA: ", _np.int64", BOOL: ", _np.bool_"}.get(e, "")
                 self.emit(f"{col} = _np.empty({size}{dtype})")
                 columns.append((col, f"{path}[{k}]"))
                 parts.append(col)

@@ -34,6 +34,7 @@ from .numba_rfold import RFoldMixin
 from .numba_soa import SoaMixin
 from .numba_sums import SumMixin
 from .numba_tangents import SparseSum, TangentMixin, rebuild
+from .numba_tape import TAPE_PRIMITIVES, TapeMixin, tape_boundary, tape_entry
 from .numba_types import Orchestration, Unsupported, array_rank, float_tensor, int_array, involves_soa, representable
 from .pysource import Emitter, Function, PyModuleSource
 
@@ -78,8 +79,9 @@ def _zeros(rank: int) -> str:
 class NumbaModuleSource(PyModuleSource):
     """A def and every user function it calls (transitively), as one njit module."""
 
-    def __init__(self, backend) -> None:
+    def __init__(self, backend, tape: bool = False) -> None:
         super().__init__(backend)
+        self.tape = tape  # Note [The tape in generated code] (numba_tape.py)
         self.names: dict[int, tuple[str, int]] = {}  # id(signature) -> generated function, arity
         self.active: list[int] = []  # callees being generated, outermost first
         self.generated: dict[int, Function] = {}
@@ -89,13 +91,19 @@ class NumbaModuleSource(PyModuleSource):
     def add_def(self, d: ir.Def) -> str:
         """The module's entry: a function of d's parameters that starts the recursion
         budget (Note [Compiled recursion]) and calls d's body."""
+        tape_boundary(d)
         sig = self.signature_of(d)
         if sig is not None:
             callee, n = self.user_function(sig, d.span)
         else:
             callee, n = self.generate_def(d, Function(self.fresh("fn"), [])), len(d.params)
         entry = Function(self.fresh("fn"), [f"_a{k}" for k in range(n)])
-        entry.lines.append((f"    return {callee}({', '.join(entry.params + [str(room())])})", None))
+        call = f"{callee}({', '.join(entry.params + self.hidden(str(room())))})"
+        if self.tape:  # Note [The tape as arrays]
+            params = [(x, p.type) for x, p in zip(entry.params, d.params)]
+            entry.lines += [(line, None) for line in tape_entry(call, params)]
+        else:
+            entry.lines.append((f"    return {call}", None))
         self.functions.append(entry)
         return entry.name
 
@@ -126,7 +134,7 @@ class NumbaModuleSource(PyModuleSource):
         if not representable(d.ret):
             raise Unsupported(f"result of type {d.ret}", d.span)
         env: dict[str, str] = {}
-        fn.params = [self.bind(env, p.name) for p in d.params] + ["_room"]
+        fn.params = [self.bind(env, p.name) for p in d.params] + self.hidden("_room")
         self.functions.append(fn)
         LoopEmitter(self, fn, env).tail(d.body)
         return fn.name
@@ -146,6 +154,10 @@ class NumbaModuleSource(PyModuleSource):
         fresh = fresh_for(d)
         return check_def(ir.Def(d.name, d.ret, d.params, desugar_map(d.body, fresh), span=d.span),
                          self.hooks.functions)
+
+    def hidden(self, room: str) -> list[str]:
+        """The hidden last arguments: the recursion budget, and the tape where the module uses one."""
+        return [room, "_tape"] if self.tape else [room]
 
     def user_function(self, sig: Signature, span: Span | None) -> tuple[str, int]:
         """The generated function for a callee, and its number of parameters (without ``_room``)."""
@@ -202,7 +214,7 @@ class NumbaModuleSource(PyModuleSource):
         return "\n".join(out) + "\n"
 
 
-class LoopEmitter(TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitter):
+class LoopEmitter(TapeMixin, TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitter):
     """Statements for Numba: loops instead of higher-order primitives."""
 
     mod: NumbaModuleSource
@@ -215,12 +227,12 @@ class LoopEmitter(TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitter):
         names = sorted(self.mod.free_vars(e))
         fn = Function(self.mod.fresh("out"), [])
         env: dict[str, str] = {}
-        fn.params = [self.mod.bind(env, n) for n in names] + ["_room"]
+        fn.params = [self.mod.bind(env, n) for n in names] + self.mod.hidden("_room")
         self.mod.functions.append(fn)
         LoopEmitter(self.mod, fn, env).tail(e)
         t = self.mod.fresh()
         args = [self.atom(ir.Var(n)) for n in names]
-        self.emit(f"{t} = {fn.name}({', '.join(args + ['_room'])})")
+        self.emit(f"{t} = {fn.name}({', '.join(args + self.mod.hidden('_room'))})")
         return t
 
     def atom(self, e: ir.Expr) -> str:
@@ -269,19 +281,23 @@ class LoopEmitter(TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitter):
             if parts is None:
                 a = self.atom(arg)
                 parts = [a] if n == 1 else [f"{a}[{k}]" for k in range(n)]
-            self.emit(f"{t} = {callee}({', '.join(parts + ['_room - 1'])})")
+            self.emit(f"{t} = {callee}({', '.join(parts + self.mod.hidden('_room - 1'))})")
             return
         name = target.name
         if name == "print":
             raise Orchestration("print", e.span)
         if name == "rfold" and isinstance(args[0], ir.Lam) and isinstance(args[1], ir.Lam):
             return self.rfold(t, args, e)
+        if self.tape_call(t, name, args, e):  # Note [The tape in generated code]
+            return
         if involves_soa(e.type) or any(involves_soa(a.type) for a in args):  # Note [Struct of arrays]
             return self.soa_call(t, name, args, e)
         if name in ("build", "sumbuild") and isinstance(args[1], ir.Lam):
             return self.loop(t, name, args[0], args[1], e)
         if name == "fold" and isinstance(args[0], ir.Lam):
             return self.fold(t, args[0], args[1], args[2])
+        if name == "ifold" and isinstance(args[1], ir.Lam):
+            return self.ifold(t, args[0], args[1], args[2])
         if name == "ts_sumbuild" and isinstance(args[1], ir.Lam) and args[0].type == INTEGER:
             accs = self.ts_sumbuild(args[0], args[1], args[2])
             self.emit(f"{t} = {rebuild(e.type, accs)}")
@@ -296,6 +312,9 @@ class LoopEmitter(TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitter):
             return
         types = [a.type for a in args]
         xs = [self.atom(a) for a in args]
+        if len(args) == 1 and isinstance(types[0], TTuple) and getattr(target.impl(types[0]), "spreads", False):
+            # Note [Spread arguments] in opt/anf.py: a tuple variable holding the arguments
+            xs, types = [f"{xs[0]}[{k}]" for k in range(len(types[0].elems))], list(types[0].elems)
         if name == "sum" and (float_tensor(types[0]) or types[0] == TTensor(1, INTEGER)) and types[0].rank == 1:
             return self.sum(t, xs[0], types[0].elem)
         code = _primitive(target, types, xs, e.type)
@@ -378,6 +397,16 @@ class LoopEmitter(TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitter):
         inner.emit(f"{t} = {inner.atom(lam.body)}")
 
 
+    def ifold(self, t: str, n: ir.Expr, lam: ir.Lam, init: ir.Expr) -> None:
+        """(ifold n (lam (acc_i : Tuple A Integer) e) acc0): a loop over i = 0 … n-1."""
+        self.emit(f"{t} = {self.atom(init)}")
+        size, i = self.atom(n), self.mod.fresh("i")
+        self.emit(f"for {i} in range({size}):")
+        inner = self.indented()
+        inner.emit(f"{inner.mod.bind(inner.env, lam.var)} = ({t}, {i})")
+        inner.emit(f"{t} = {inner.atom(lam.body)}")
+
+
 _WHAT = {ir.Lam: "lambda", ir.App: "call of a function value", ir.FnRef: "function reference (fn NAME)"}
 
 
@@ -390,7 +419,8 @@ _WHAT = {ir.Lam: "lambda", ir.App: "call of a function value", ir.FnRef: "functi
 # tangent operations are this generator's own rules (:meth:`LoopEmitter.call`,
 # :mod:`.numba_tangents`) because they emit statements, not an expression.
 
-LOOPS = {"build", "sumbuild", "fold", "ts_sumbuild", "sum", "map", "map2", "rfold"}  # LoopEmitter.call's own rules
+# LoopEmitter.call's own rules
+LOOPS = {"build", "sumbuild", "fold", "ifold", "ts_sumbuild", "sum", "map", "map2", "rfold"}
 TANGENT_OPERATIONS = {"ts_add", "ts_scale", "ts_neg", "ts_zero", "ts_dot", "dot", "ts_delta", "deltaVec"}
 
 
@@ -402,6 +432,8 @@ def support(prim: Primitive) -> str:
         return "lowered"
     if prim.name in LOOPS:
         return "loop"
+    if prim.name in TAPE_PRIMITIVES:
+        return "tape"
     return "tangent" if prim.name in TANGENT_OPERATIONS else "python"
 
 

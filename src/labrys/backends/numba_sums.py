@@ -25,7 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir import nodes as ir
-from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
+from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
 from ..values import Inj
 
 
@@ -33,7 +33,7 @@ def placeholder(t: Type, rank: Callable[[Type], int | None]) -> str:
     """Source of a value of type t for the absent side of a sum (Note [Compiled sums])."""
     if t == FLOAT:
         return "0.0"
-    if t == INTEGER:
+    if t in (INTEGER, DELTA):
         return "0"
     if t == BOOL:
         return "False"

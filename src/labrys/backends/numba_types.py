@@ -4,7 +4,7 @@ def is not compiled (:class:`Unsupported`), shared by the generator's modules.""
 from __future__ import annotations
 
 from ..errors import Span
-from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
+from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
 
 MAX_TYPE_DEPTH = 32  # Numba's typing of nested tuples is superlinear in their depth
 
@@ -19,7 +19,7 @@ class Orchestration(Unsupported):
 
 
 def representable(t: Type, depth: int = 0) -> bool:
-    if t in (FLOAT, INTEGER, BOOL, STRING):
+    if t in (FLOAT, INTEGER, BOOL, STRING, DELTA):  # a Delta is a node of the tape (Note [Deltas on the tape])
         return True
     if isinstance(t, TTuple):
         return depth < MAX_TYPE_DEPTH and all(representable(e, depth + 1) for e in t.elems)
@@ -64,7 +64,7 @@ def is_soa(t: Type | None) -> bool:
 
 
 def column_ok(e: Type) -> bool:
-    return e in (FLOAT, INTEGER, BOOL) or array_rank(TTensor(1, e)) is not None or is_soa(TTensor(1, e))
+    return e in (FLOAT, INTEGER, BOOL, DELTA) or array_rank(TTensor(1, e)) is not None or is_soa(TTensor(1, e))
 
 
 def involves_soa(t: Type | None) -> bool:
