@@ -28,6 +28,7 @@ from ..opt.anf import desugar_map
 from ..opt.fusion import fuse_loops
 from ..types.checker import Signature, check_def
 from ..types.primitives import Primitive
+from .numba_closures import ClosureMixin, ClosureTable, eta_loop_arguments
 from .numba_rfold import RFoldMixin
 from .numba_soa import SoaMixin
 from .numba_sums import SumMixin
@@ -83,6 +84,7 @@ class NumbaModuleSource(PyModuleSource):
         self.generated: dict[int, Function] = {}
         self.cyclic: set[str] = set()  # generated functions on a cycle of calls
         self.direct: dict[int, list[str]] = {}  # Note [Nested accumulation]
+        self.closures = ClosureTable(self, LoopEmitter)  # Note [Defunctionalisation]
 
     def add_def(self, d: ir.Def) -> str:
         """The module's entry: a function of d's parameters that starts the recursion
@@ -92,8 +94,11 @@ class NumbaModuleSource(PyModuleSource):
             callee, n = self.user_function(sig, d.span)
         else:
             callee, n = self.generate_def(d, Function(self.fresh("fn"), [])), len(d.params)
-        entry = Function(self.fresh("fn"), [f"_a{k}" for k in range(n)])
-        entry.lines.append((f"    return {callee}({', '.join(entry.params + [str(room())])})", None))
+        self.closures.close([p.type for p in d.params] + [d.ret])
+        entry = Function(self.fresh("fn"), [f"_a{k}" for k in range(n)] + (["_heap"] if self.closures.used else []))
+        budget = f"_np.int64({room()})" if self.closures.used else str(room())  # see ClosureTable._emit_apply
+        heap = [] if self.closures.used else ["()"]
+        entry.lines.append((f"    return {callee}({', '.join(entry.params + heap + [budget])})", None))
         self.functions.append(entry)
         return entry.name
 
@@ -116,17 +121,24 @@ class NumbaModuleSource(PyModuleSource):
                 raise Orchestration("print", x.span)
             if k > MAX_NODES:
                 raise Unsupported(f"a body of more than {MAX_NODES} nodes", d.span)
-        d = fuse_loops(self.without_map(d))  # Note [Fusing sum of build] in labrys.opt.fusion
+        d = fuse_loops(self.without_map(self.eta_loops(d)))  # Note [Fusing sum of build] in labrys.opt.fusion
         for p in d.params:
             if not representable(p.type):
                 raise Unsupported(f"parameter {p.name} of type {p.type}", p.span or d.span)
         if not representable(d.ret):
             raise Unsupported(f"result of type {d.ret}", d.span)
         env: dict[str, str] = {}
-        fn.params = [self.bind(env, p.name) for p in d.params] + ["_room"]
+        fn.params = [self.bind(env, p.name) for p in d.params] + ["_heap", "_room"]
         self.functions.append(fn)
         LoopEmitter(self, fn, env).tail(d.body)
         return fn.name
+
+    def eta_loops(self, d: ir.Def) -> ir.Def:
+        """A loop over a function value gets a lambda body (Note [Defunctionalisation])."""
+        from ..ir.types import TLam
+        if not any(isinstance(x.type, TLam) and not isinstance(x, ir.Lam) for x in nodes(d.body)):
+            return d
+        return ir.Def(d.name, d.ret, d.params, eta_loop_arguments(d.body, fresh_for(d)), span=d.span)
 
     def without_map(self, d: ir.Def) -> ir.Def:
         """(map f v) over a vector as the build it is, so its lambda becomes a loop body."""
@@ -179,7 +191,7 @@ class NumbaModuleSource(PyModuleSource):
         return "\n".join(out) + "\n"
 
 
-class LoopEmitter(TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitter):
+class LoopEmitter(ClosureMixin, TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitter):
     """Statements for Numba: loops instead of higher-order primitives."""
 
     mod: NumbaModuleSource
@@ -192,12 +204,12 @@ class LoopEmitter(TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitter):
         names = sorted(self.mod.free_vars(e))
         fn = Function(self.mod.fresh("out"), [])
         env: dict[str, str] = {}
-        fn.params = [self.mod.bind(env, n) for n in names] + ["_room"]
+        fn.params = [self.mod.bind(env, n) for n in names] + ["_heap", "_room"]
         self.mod.functions.append(fn)
         LoopEmitter(self.mod, fn, env).tail(e)
         t = self.mod.fresh()
         args = [self.atom(ir.Var(n)) for n in names]
-        self.emit(f"{t} = {fn.name}({', '.join(args + ['_room'])})")
+        self.emit(f"{t} = {fn.name}({', '.join(args + ['_heap', '_room'])})")
         return t
 
     def atom(self, e: ir.Expr) -> str:
@@ -228,6 +240,10 @@ class LoopEmitter(TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitter):
                 super().assign(t, e)
             case ir.Inj():
                 self.inject(t, e, array_rank)
+            case ir.Lam() | ir.FnRef():  # Note [Defunctionalisation]
+                self.closure(t, e)
+            case ir.App():
+                self.apply(t, e)
             case _:
                 raise Unsupported(_WHAT.get(type(e), type(e).__name__), e.span)
 
@@ -242,7 +258,7 @@ class LoopEmitter(TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitter):
             if parts is None:
                 a = self.atom(arg)
                 parts = [a] if n == 1 else [f"{a}[{k}]" for k in range(n)]
-            self.emit(f"{t} = {callee}({', '.join(parts + ['_room - 1'])})")
+            self.emit(f"{t} = {callee}({', '.join(parts + ['_heap', '_room - 1'])})")
             return
         name = target.name
         if name == "print":

@@ -4,7 +4,7 @@ def is not compiled (:class:`Unsupported`), shared by the generator's modules.""
 from __future__ import annotations
 
 from ..errors import Span
-from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
+from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TLam, TSum, TTensor, TTuple, Type
 
 MAX_TYPE_DEPTH = 32  # Numba's typing of nested tuples is superlinear in their depth
 
@@ -25,6 +25,8 @@ def representable(t: Type, depth: int = 0) -> bool:
         return depth < MAX_TYPE_DEPTH and all(representable(e, depth + 1) for e in t.elems)
     if isinstance(t, TSum):  # Note [Compiled sums]
         return depth < MAX_TYPE_DEPTH and representable(t.left, depth + 1) and representable(t.right, depth + 1)
+    if isinstance(t, TLam):  # (tag, slot): Note [Defunctionalisation] in numba_closures.py
+        return representable(t.arg, depth + 1) and representable(t.res, depth + 1)
     return array_rank(t) is not None or int_array(t) or is_soa(t)
 
 
