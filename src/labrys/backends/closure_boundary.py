@@ -16,17 +16,19 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from ..context import Limits
 from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.types import TLam, TSum, TTuple, Type
 from ..memory import address_space_window
-from ..values import Inj
+from ..values import Inj, dense, make_vec
 from .cache import compiled_function
 from .numba_closures import ClosureTable, key_of, lam_types
 from .numba_sums import machine_placeholder
-from .numba_types import array_rank
+from .numba_types import array_rank, closure_vec
 
 FAILURES = (ArithmeticError, LookupError, AssertionError, ValueError, TypeError, MemoryError)
 
@@ -104,6 +106,9 @@ class Boundary:
             left, right = self.inward(t.left), self.inward(t.right)
             pl, pr = machine_placeholder(t.left, array_rank), machine_placeholder(t.right, array_rank)
             return lambda v, heap: (True, left(v.value, heap), pr) if v.left else (False, pl, right(v.value, heap))
+        if closure_vec(t):
+            return lambda v, heap: np.array([self.encode(t.elem, x, heap) for x in dense(v)],
+                                            dtype=np.int64).reshape(-1, 2)
         raise Unknown(f"a value of type {t}")
 
     def encode(self, t: TLam, v: Any, heap: tuple) -> tuple[int, int]:
@@ -139,6 +144,9 @@ class Boundary:
         if isinstance(t, TSum):
             left, right = self.outward(t.left), self.outward(t.right)
             return lambda v, heap: Inj(True, left(v[1], heap)) if v[0] else Inj(False, right(v[2], heap))
+        if closure_vec(t):
+            return lambda v, heap: make_vec(t.elem, [CompiledClosure(self, heap, t.elem, (int(r[0]), int(r[1])))
+                                                     for r in v])
         raise LabrysError(f"a compiled result of type {t} cannot be returned to Python", None)
 
     def call(self, f: CompiledClosure, x: Any) -> Any:

@@ -66,6 +66,8 @@ def numba_type(t: Type):
         return types.Tuple(tuple(numba_type(e) for e in t.elems))
     if isinstance(t, TLam):  # (tag, slot): Note [Defunctionalisation] in numba_closures.py
         return types.UniTuple(types.int64, 2)
+    if isinstance(t, TTensor) and isinstance(t.elem, TLam):  # rows of (tag, slot)
+        return types.Array(types.int64, 2, "C")
     if isinstance(t, TSum):  # Note [Compiled sums]
         return types.Tuple((types.boolean, numba_type(t.left), numba_type(t.right)))
     if is_soa(t):  # Note [Struct of arrays]

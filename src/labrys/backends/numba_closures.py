@@ -52,10 +52,10 @@ from typing import Any, Callable
 
 from ..ir import nodes as ir
 from ..ir.traverse import children
-from ..ir.types import TLam, TSum, TTensor, TTuple, Type
+from ..ir.types import INTEGER, TLam, TSum, TTensor, TTuple, Type
 from ..types.checker import Signature
 from ..types.primitives import PRIMITIVES
-from .numba_types import Orchestration, Unsupported
+from .numba_types import Orchestration, Unsupported, closure_vec
 from .pysource import Function
 
 NOT_A_CLOSURE = "(_np.int64(-1), _np.int64(0))"  # the placeholder of a function type: a tag no candidate has
@@ -299,6 +299,33 @@ class ClosureMixin:
         env = [self.atom(ir.Var(n, type=ty)) for n, ty in cand.env]
         self.emit(f"_heap[{cand.heap}].append(({', '.join(env)},))")
         self.emit(f"{t} = (_np.int64({cand.tag}), len(_heap[{cand.heap}]) - 1)")
+
+    def closure_vector(self, t: str, name: str, args: tuple[ir.Expr, ...], e: ir.Call) -> bool:
+        """``build``, ``index`` and ``size`` of a ``Vec (Lam S T)`` (an (n, 2) int64 array);
+        False for a call that involves no such vector."""
+        if not any(closure_vec(x.type) for x in (e, *args)):
+            return False
+        if name == "build" and isinstance(args[1], ir.Lam) and args[0].type == INTEGER:
+            n, lam = self.atom(args[0]), args[1]
+            i = self.mod.fresh("i")
+            self.emit(f"{t} = _np.empty(({n}, 2), _np.int64)")
+            self.emit(f"for {i} in range({n}):")
+            inner = self.indented()
+            inner.emit(f"{inner.mod.bind(inner.env, lam.var)} = {i}")
+            x = inner.atom(lam.body)
+            inner.emit(f"{t}[{i}, 0] = {x}[0]")
+            inner.emit(f"{t}[{i}, 1] = {x}[1]")
+            return True
+        if name == "index" and args[0].type == INTEGER:
+            i, v = self.atom(args[0]), self.atom(args[1])
+            row = self.mod.fresh()
+            self.emit(f"{row} = {v}[_checkindex({i}, {v}.shape[0])]")
+            self.emit(f"{t} = ({row}[0], {row}[1])")
+            return True
+        if name == "size":
+            self.emit(f"{t} = {self.atom(args[0])}.shape[0]")
+            return True
+        raise Unsupported(f"{name} of a vector of function values", e.span)
 
     def apply(self, t: str, e: ir.App) -> None:
         if not isinstance(e.func.type, TLam):

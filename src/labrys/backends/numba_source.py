@@ -263,6 +263,8 @@ class LoopEmitter(ClosureMixin, TangentMixin, SumMixin, SoaMixin, RFoldMixin, Em
         name = target.name
         if name == "print":
             raise Orchestration("print", e.span)
+        if self.closure_vector(t, name, args, e):  # Note [Defunctionalisation]
+            return
         if name == "rfold" and isinstance(args[0], ir.Lam) and isinstance(args[1], ir.Lam):
             return self.rfold(t, args, e)
         if involves_soa(e.type) or any(involves_soa(a.type) for a in args):  # Note [Struct of arrays]

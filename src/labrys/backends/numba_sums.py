@@ -41,6 +41,8 @@ def placeholder(t: Type, rank: Callable[[Type], int | None]) -> str:
         return "''"
     if isinstance(t, TLam):  # a tag no closure has (Note [Defunctionalisation])
         return "(_np.int64(-1), _np.int64(0))"
+    if isinstance(t, TTensor) and isinstance(t.elem, TLam):
+        return "_np.zeros((0, 2), _np.int64)"
     if isinstance(t, TTuple):
         parts = [placeholder(e, rank) for e in t.elems]
         return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
@@ -61,6 +63,8 @@ def machine_placeholder(t: Type, rank: Callable[[Type], int | None]) -> Any:
         return np.zeros((0,) * t.rank, np.int64)
     if isinstance(t, TLam):
         return (-1, 0)
+    if isinstance(t, TTensor) and isinstance(t.elem, TLam):
+        return np.zeros((0, 2), np.int64)
     if isinstance(t, TTensor):
         return np.zeros((0,) * rank(t))
     return {FLOAT: 0.0, INTEGER: 0, BOOL: False, STRING: ""}[t]

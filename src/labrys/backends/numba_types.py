@@ -27,7 +27,14 @@ def representable(t: Type, depth: int = 0) -> bool:
         return depth < MAX_TYPE_DEPTH and representable(t.left, depth + 1) and representable(t.right, depth + 1)
     if isinstance(t, TLam):  # (tag, slot): Note [Defunctionalisation] in numba_closures.py
         return representable(t.arg, depth + 1) and representable(t.res, depth + 1)
+    if closure_vec(t):  # an int64 array of (tag, slot) rows
+        return representable(t.elem, depth + 1)
     return array_rank(t) is not None or int_array(t) or is_soa(t)
+
+
+def closure_vec(t: Type | None) -> bool:
+    """``Vec (Lam S T)``: an (n, 2) int64 array of closures (Note [Defunctionalisation])."""
+    return isinstance(t, TTensor) and t.rank == 1 and isinstance(t.elem, TLam)
 
 
 def int_array(t: Type) -> bool:
