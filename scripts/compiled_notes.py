@@ -85,14 +85,21 @@ def derivations(notes: Notes) -> None:
                 error = None
                 try:
                     d = m.derive(method, name)
+                    x = args[0] if len(args) == 1 else args
                     if method in ("chadfwd", "dualfwd", "fwd"):
-                        d(*args, *[np.ones_like(a) if isinstance(a, np.ndarray) else
-                                   tuple(1.0 for _ in a) if isinstance(a, tuple) else 1.0 for a in args])
+                        d(x, tangent(x))
                     else:
-                        d(*args, seed)
+                        d(x, seed)
                 except Exception as exc:
                     error = str(exc).splitlines()[0][:160]
                 report(f"[{method} {name}] ({label})", notes, error)
+
+
+def tangent(x):
+    """A tangent of x: ones in every Float."""
+    if isinstance(x, tuple):
+        return tuple(tangent(e) for e in x)
+    return np.ones_like(x) if isinstance(x, np.ndarray) else 1.0
 
 
 def main() -> None:

@@ -290,6 +290,10 @@ class LoopEmitter(ClosureMixin, TangentMixin, SumMixin, SoaMixin, RFoldMixin, Em
         if name == "sum" and (float_tensor(types[0]) or types[0] == TTensor(1, INTEGER)) and types[0].rank == 1:
             return self.sum(t, xs[0], types[0].elem)
         code = _primitive(target, types, xs, e.type)
+        if code is None and not isinstance(arg, ir.Tuple) and isinstance(arg.type, TTuple):
+            # (f p) with p a tuple is (f (get$1 p) … (get$n p)), as a written tuple is spread
+            code = _primitive(target, list(arg.type.elems), [f"{xs[0]}[{k}]" for k in range(len(arg.type.elems))],
+                              e.type)
         if code is None:
             raise Unsupported(f"primitive {name} on {arg.type}", e.span)
         self.emit(f"{t} = {code}")
