@@ -273,6 +273,8 @@ class LoopEmitter(ClosureMixin, TangentMixin, SumMixin, SoaMixin, RFoldMixin, Em
             return self.loop(t, name, args[0], args[1], e)
         if name == "fold" and isinstance(args[0], ir.Lam):
             return self.fold(t, args[0], args[1], args[2])
+        if name == "ifold" and isinstance(args[1], ir.Lam) and args[0].type == INTEGER:
+            return self.ifold(t, args[0], args[1], args[2])
         if name == "ts_sumbuild" and isinstance(args[1], ir.Lam) and args[0].type == INTEGER:
             accs = self.ts_sumbuild(args[0], args[1], args[2])
             self.emit(f"{t} = {rebuild(e.type, accs)}")
@@ -385,7 +387,9 @@ _WHAT = {ir.Lam: "lambda", ir.App: "call of a function value", ir.FnRef: "functi
 # tangent operations are this generator's own rules (:meth:`LoopEmitter.call`,
 # :mod:`.numba_tangents`) because they emit statements, not an expression.
 
-LOOPS = {"build", "sumbuild", "fold", "ts_sumbuild", "sum", "map", "map2", "rfold"}  # LoopEmitter.call's own rules
+# LoopEmitter.call's own rules:
+LOOPS = {"build", "sumbuild", "fold", "ifold", "ts_sumbuild", "sum", "map", "map2", "rfold"}
+TUPLE_ARGUMENTS = {"index", "dualZip"}  # primitives whose ``numba`` code takes tuple arguments (others: None)
 TANGENT_OPERATIONS = {"ts_add", "ts_scale", "ts_neg", "ts_zero", "ts_dot", "dot", "ts_delta", "deltaVec"}
 
 
@@ -413,6 +417,6 @@ def _primitive(prim: Primitive, types: list[Type], xs: list[str], result: Type) 
                 return None
             parts.append(f"({code})")
         return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
-    if prim.name != "index" and any(isinstance(t, TTuple) for t in types):
+    if prim.name not in TUPLE_ARGUMENTS and any(isinstance(t, TTuple) for t in types):
         return None
     return prim.numba(xs, types, result)
