@@ -345,6 +345,14 @@ class ClosureMixin:
         self.emit(f"{t} = {self.mod.closures.apply_of(e.func.type)}({f}, {x}, _heap, _room - 1)")
 
 
+def eta_loops(d: ir.Def) -> ir.Def:
+    """d with every loop over a function value given a lambda body."""
+    from ..ir.traverse import fresh_for, nodes
+    if not any(isinstance(x.type, TLam) and not isinstance(x, ir.Lam) for x in nodes(d.body)):
+        return d
+    return ir.Def(d.name, d.ret, d.params, eta_loop_arguments(d.body, fresh_for(d)), span=d.span)
+
+
 def eta_loop_arguments(body: ir.Expr, fresh) -> ir.Expr:
     """(build n f) with f a function value ↦ (build n (lam (i : Integer) (f i))), and
     alike for every loop primitive, so the loop's body is a lambda as the loop rules
@@ -370,5 +378,5 @@ def eta_loop_arguments(body: ir.Expr, fresh) -> ir.Expr:
     return map_bottom_up(body, eta)
 
 
-__all__ = ["ClosureMixin", "ClosureTable", "NOT_A_CLOSURE", "Orchestration", "captured", "eta_loop_arguments",
-           "key_of", "lam_types"]
+__all__ = ["ClosureMixin", "ClosureTable", "NOT_A_CLOSURE", "Orchestration", "captured", "eta_loops", "key_of",
+           "lam_types"]

@@ -28,7 +28,7 @@ from ..opt.anf import desugar_map
 from ..opt.fusion import fuse_loops
 from ..types.checker import Signature, check_def
 from ..types.primitives import Primitive
-from .numba_closures import ClosureMixin, ClosureTable, eta_loop_arguments
+from .numba_closures import ClosureMixin, ClosureTable, eta_loops
 from .numba_rfold import RFoldMixin
 from .numba_soa import SoaMixin
 from .numba_sums import SumMixin
@@ -121,7 +121,7 @@ class NumbaModuleSource(PyModuleSource):
                 raise Orchestration("print", x.span)
             if k > MAX_NODES:
                 raise Unsupported(f"a body of more than {MAX_NODES} nodes", d.span)
-        d = fuse_loops(self.without_map(self.eta_loops(d)))  # Note [Fusing sum of build] in labrys.opt.fusion
+        d = fuse_loops(self.without_map(eta_loops(d)))  # Note [Fusing sum of build] in labrys.opt.fusion
         for p in d.params:
             if not representable(p.type):
                 raise Unsupported(f"parameter {p.name} of type {p.type}", p.span or d.span)
@@ -132,13 +132,6 @@ class NumbaModuleSource(PyModuleSource):
         self.functions.append(fn)
         LoopEmitter(self, fn, env).tail(d.body)
         return fn.name
-
-    def eta_loops(self, d: ir.Def) -> ir.Def:
-        """A loop over a function value gets a lambda body (Note [Defunctionalisation])."""
-        from ..ir.types import TLam
-        if not any(isinstance(x.type, TLam) and not isinstance(x, ir.Lam) for x in nodes(d.body)):
-            return d
-        return ir.Def(d.name, d.ret, d.params, eta_loop_arguments(d.body, fresh_for(d)), span=d.span)
 
     def without_map(self, d: ir.Def) -> ir.Def:
         """(map f v) over a vector as the build it is, so its lambda becomes a loop body."""
