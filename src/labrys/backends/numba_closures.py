@@ -41,12 +41,14 @@ then run; the python backend marks each closure it makes with its lambda and
 captured values, ``_ks``).  A candidate from the program that cannot itself
 be compiled is left out; a value of it arriving from Python makes that one
 call run on ``python`` (as a ragged vector does).  ``apply`` is on a cycle of
-calls as soon as one lifted lambda applies a function of its own type, so a
-module with closures is compiled without Numba's disk cache (Note [Compiled
-recursion]); every ``apply`` checks the recursion budget.
+calls as soon as one lifted lambda applies a function of its own type (found
+in the generated calls); such a module is compiled without Numba's disk cache
+(Note [Compiled recursion]), others are cached.  Every ``apply`` checks the
+recursion budget.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -58,6 +60,7 @@ from ..types.primitives import PRIMITIVES
 from .numba_types import Orchestration, Unsupported, closure_vec
 from .pysource import Function
 
+_CALL = re.compile(r"\b(_[a-z]+\d+)\(")
 NOT_A_CLOSURE = "(_np.int64(-1), _np.int64(0))"  # the placeholder of a function type: a tag no candidate has
 
 # Note [Closure tags are not literals]
@@ -221,6 +224,26 @@ class ClosureTable:
         if self.used:
             for t, name in self.applies.items():
                 self._emit_apply(t, name)
+            self.mod.cyclic |= self._recursive_applies()
+
+    def _recursive_applies(self) -> set[str]:
+        """The apply functions on a cycle of calls (found in the generated text: a call is
+        ``_name(``), which must be compiled without Numba's disk cache (numba#6061)."""
+        defined = {fn.name: fn for fn in self.mod.functions}
+        calls = {name: {c for line, _ in fn.lines for c in _CALL.findall(line) if c in defined}
+                 for name, fn in defined.items()}
+        cyclic = set()
+        for name in self.applies.values():
+            seen, stack = set(), list(calls[name])
+            while stack:
+                x = stack.pop()
+                if x == name:
+                    cyclic.add(name)
+                    break
+                if x not in seen:
+                    seen.add(x)
+                    stack.extend(calls.get(x, ()))
+        return cyclic
 
     def _try(self, node: ir.Lam | ir.FnRef) -> None:
         """A program candidate, or nothing if its body cannot be compiled."""
@@ -246,7 +269,6 @@ class ClosureTable:
         lines.append('    raise ValueError("a function value this module does not know")')
         fn.lines = [(line, None) for line in lines]
         self.mod.functions.append(fn)
-        self.mod.cyclic.add(name)
         caller = Function(self.mod.fresh("call"), ["_f", "_x", "_heap"])
         from .numba_source import room
         caller.lines = [(f"    return {name}(_f, _x, _heap, _np.int64({room()}))", None)]  # Note [Closure tags
