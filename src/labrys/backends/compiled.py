@@ -145,7 +145,7 @@ class CompiledBackend(PythonBackend):
         except Unsupported as why:
             return self.fall_back(d, f"{why} is not supported by the compiled backend")
         boundary = None
-        if mod.closures.used:  # Note [Defunctionalisation]: the entry takes this call's heap
+        if mod.closures.crosses:  # Note [Defunctionalisation]: the entry takes this call's heap
             boundary = Boundary(self, mod.closures, text, to_machine, from_machine, numba_type)
         try:
             heap = (boundary.heap_type(),) if boundary else ()

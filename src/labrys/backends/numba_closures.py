@@ -144,6 +144,8 @@ class ClosureTable:
         self.applies: dict[TLam, str] = {}
         self.callers: dict[TLam, str] = {}  # entries applying a closure from Python
         self.external: set[TLam] = set()
+        self.crosses = False  # functions in the entry's parameters or result: the heap comes from Python
+        self.new_heap = ""  # the generated function making an empty heap
         self._env_types: set[TLam] = set()  # function types captured by candidates
         self.used = False
 
@@ -207,7 +209,7 @@ class ClosureTable:
         for t in entry_types:
             lam_types(t, todo)
         if todo:
-            self.used = True
+            self.used = self.crosses = True
         program = program_candidates(self.mod.hooks)
         while todo:
             t = todo.pop()
@@ -225,6 +227,18 @@ class ClosureTable:
             for t, name in self.applies.items():
                 self._emit_apply(t, name)
             self.mod.cyclic |= self._recursive_applies()
+            fn = Function(self.mod.fresh("heap"), [])
+            lists = [f"_List.empty_list(_hty{k})" for k in range(len(self.heap))]
+            fn.lines = [(f"    return ({''.join(x + ', ' for x in lists)})", None)]
+            self.mod.functions.append(fn)
+            self.new_heap = fn.name
+
+    def globals(self) -> list[str]:
+        """Module-level lines: the Numba types of the heap's lists."""
+        if not self.used:
+            return []
+        lines = ["from numba import types as _nt", "from numba.typed import List as _List"]
+        return lines + [f"_hty{k} = {type_source(t)}" for k, t in enumerate(self.heap)]
 
     def _recursive_applies(self) -> set[str]:
         """The apply functions on a cycle of calls (found in the generated text: a call is
@@ -285,6 +299,28 @@ def _recursion_last(c: Candidate) -> int:
     from ..ir.traverse import nodes
     return 2 if any(isinstance(x, (ir.App, ir.Call)) and not (isinstance(x, ir.Call) and x.func in PRIMITIVES)
                     for x in nodes(c.node.body)) else 0
+
+
+def type_source(t: Type) -> str:
+    """Source of the Numba type representing t (as ``numba_type`` in compiled.py), for the
+    heap's typed lists."""
+    from ..ir.types import BOOL, FLOAT, STRING
+    from .numba_types import array_rank, is_soa
+    if t in (FLOAT, INTEGER, BOOL, STRING):
+        return {FLOAT: "_nt.float64", INTEGER: "_nt.int64", BOOL: "_nt.boolean", STRING: "_nt.unicode_type"}[t]
+    if isinstance(t, TLam):
+        return "_nt.UniTuple(_nt.int64, 2)"
+    if isinstance(t, TTuple):
+        return f"_nt.Tuple(({''.join(type_source(e) + ', ' for e in t.elems)}))"
+    if isinstance(t, TSum):
+        return f"_nt.Tuple((_nt.boolean, {type_source(t.left)}, {type_source(t.right)}))"
+    if closure_vec(t):
+        return "_nt.Array(_nt.int64, 2, 'C')"
+    if is_soa(t):
+        return f"_nt.Tuple((_nt.int64, {''.join(type_source(TTensor(1, e)) + ', ' for e in t.elem.elems)}))"
+    if isinstance(t, TTensor) and t.elem == INTEGER:
+        return f"_nt.Array(_nt.int64, {t.rank}, 'C')"
+    return f"_nt.Array(_nt.float64, {array_rank(t)}, 'C')"
 
 
 def program_candidates(backend) -> dict[TLam, list[ir.Lam | ir.FnRef]]:

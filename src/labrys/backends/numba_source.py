@@ -95,9 +95,9 @@ class NumbaModuleSource(PyModuleSource):
         else:
             callee, n = self.generate_def(d, Function(self.fresh("fn"), [])), len(d.params)
         self.closures.close([p.type for p in d.params] + [d.ret])
-        entry = Function(self.fresh("fn"), [f"_a{k}" for k in range(n)] + (["_heap"] if self.closures.used else []))
-        budget = f"_np.int64({room()})" if self.closures.used else str(room())  # see ClosureTable._emit_apply
-        heap = [] if self.closures.used else ["()"]
+        entry = Function(self.fresh("fn"), [f"_a{k}" for k in range(n)] + (["_heap"] if self.closures.crosses else []))
+        budget = f"_np.int64({room()})" if self.closures.used else str(room())  # Note [Closure tags are not literals]
+        heap = [] if self.closures.crosses else [f"{self.closures.new_heap}()" if self.closures.used else "()"]
         entry.lines.append((f"    return {callee}({', '.join(entry.params + heap + [budget])})", None))
         self.functions.append(entry)
         return entry.name
@@ -176,7 +176,7 @@ class NumbaModuleSource(PyModuleSource):
         size = sum(len(fn.lines) for fn in self.functions)
         if size > MAX_STATEMENTS:
             raise Unsupported(f"a body of {size} statements (more than {MAX_STATEMENTS})", None)
-        out = [HEADER]
+        out = [HEADER, *self.closures.globals()]
         decorator = DECORATOR.replace("cache=_cache", "cache=False") if self.cyclic else DECORATOR
         for fn in self.functions:
             out += ["", decorator, f"def {fn.name}({', '.join(fn.params)}):"]
