@@ -200,3 +200,15 @@ def test_dualfwd_of_a_closure_program_compiles_whole(on_python) -> None:
     assert m.derive("dualfwd", "g")((0.3, 0.7), (1.0, 0.0)) == pytest.approx(fd[0], rel=1e-6)
     assert m.derive("dualfwd", "g")((0.3, 0.7), (0.0, 1.0)) == pytest.approx(fd[1], rel=1e-6)
     assert m.backend.fallbacks == {} and on_python == []
+
+
+def test_a_run_time_error_in_a_returned_closure_is_the_interpreters_error() -> None:
+    src = "(def getter (Lam Integer Float) (v : Vec Float) (lam (i : Integer) (index i v)))"
+    messages = []
+    for backend in ("compiled", "interp"):
+        g = labrys.load(src, backend=backend).getter([1.0, 2.0])
+        assert g(1) == 2.0
+        with pytest.raises(labrys.LabrysError) as err:
+            g(5)
+        messages.append(str(err.value))
+    assert messages[0] == messages[1] and "1:68: error: index 5 out of range" in messages[0]
