@@ -48,6 +48,7 @@ recursion budget.
 """
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -267,7 +268,8 @@ class ClosureTable:
                  dict(self.applies))
         try:
             self.candidate(node)
-        except Unsupported:  # includes Orchestration: a lambda that prints
+        except Exception as why:  # Unsupported (Orchestration: a lambda that prints), or a bug: left out
+            logging.getLogger("labrys.backends").debug("closure at %s left out of the module: %s", node.span, why)
             n, mod.names, mod.generated, mod.cyclic, self.by_key, self.by_type, self.heap, self.applies = saved
             del mod.functions[n:]
 
