@@ -119,15 +119,11 @@ def run_verbose(path) -> tuple[str, str]:
 @pytest.mark.parametrize("name", ["recursion", "strings_and_asserts", "vectors", "fold", "sums"])
 def test_examples_print_from_python_and_compile_the_rest(name: str) -> None:
     """main prints (orchestration, Note [Orchestration]): no note; everything it calls is
-    compiled except what the example says cannot be (sums.ks's sums of functions)."""
+    compiled."""
     out, err = run_verbose(ROOT / "examples" / f"{name}.ks")
     assert same_output(out, (ROOT / "examples" / "expected" / f"{name}.out").read_text())
     notes = [line for line in err.splitlines() if "runs on the python backend" in line]
-    if name == "sums":
-        assert {n.split()[2] for n in notes} == {"pick_op", "run_op"}
-        assert all("(Sum (Lam Float Float) Float)" in n for n in notes)
-    else:
-        assert notes == [], notes
+    assert notes == [], notes  # sums.ks's sums of functions too (Note [Defunctionalisation])
     assert "main runs" not in err
 
 

@@ -238,7 +238,19 @@ def _reals_of(v: Any, t: Type) -> list[float]:
     return out
 
 
+def _dual_zip_numba(xs: list[str], types: list[Type], result: Type) -> str | None:
+    """The compiled backend's code for dualZip of Floats and tuples of them (None: other shapes)."""
+    def zipped(x: str, dx: str, t: Type) -> str | None:
+        if t == FLOAT:
+            return f"({x}, {dx})"
+        if isinstance(t, TTuple) and t.elems:
+            parts = [zipped(f"{x}[{k}]", f"{dx}[{k}]", e) for k, e in enumerate(t.elems)]
+            return None if None in parts else "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+        return None
+    return zipped(xs[0], xs[1], types[0])
+
+
 primitive("dualZip", lambda t: dual_type(args_of(t, 2)[0], FLOAT)
           if args_of(t, 2) and not has_function(args_of(t, 2)[0]) and args_of(t, 2)[1] == tangent_type(args_of(t, 2)[0])
           else None, _dual_zip, "(dualZip x dx): dualfwd's input, each real of x paired with its tangent "
-          "(Krawiec et al. Fig. 15 zip_S).")
+          "(Krawiec et al. Fig. 15 zip_S).", numba=_dual_zip_numba)

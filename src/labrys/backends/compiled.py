@@ -39,11 +39,12 @@ from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.traverse import nodes
-from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
+from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TLam, TSum, TTensor, TTuple, Type
 from ..memory import address_space_window
 from ..values import dense, make_vec
 from .boundary import fast_entry
 from .cache import compiled_function
+from .closure_boundary import Boundary, closure_entry
 from .numba_soa import soa_from_machine, soa_numba_type, soa_to_machine
 from .numba_source import NumbaModuleSource
 from .numba_sums import sum_from_machine, sum_to_machine
@@ -65,6 +66,10 @@ def numba_type(t: Type):
         return types.unicode_type
     if isinstance(t, TTuple):
         return types.Tuple(tuple(numba_type(e) for e in t.elems))
+    if isinstance(t, TLam):  # (tag, slot): Note [Defunctionalisation] in numba_closures.py
+        return types.UniTuple(types.int64, 2)
+    if isinstance(t, TTensor) and isinstance(t.elem, TLam):  # rows of (tag, slot)
+        return types.Array(types.int64, 2, "C")
     if isinstance(t, TSum):  # Note [Compiled sums]
         return types.Tuple((types.boolean, numba_type(t.left), numba_type(t.right)))
     if is_soa(t):  # Note [Struct of arrays]
@@ -150,14 +155,20 @@ class CompiledBackend(PythonBackend):
             return PythonBackend.generate(self, original)
         except Unsupported as why:
             return self.fall_back(original, f"{refused or why} is not supported by the compiled backend")
+        boundary = None
+        if mod.closures.crosses:  # Note [Defunctionalisation]: the entry takes this call's heap
+            boundary = Boundary(self, mod.closures, text, to_machine, from_machine, numba_type)
         try:
-            fn = compiled_function(text, entry, tuple(numba_type(p.type) for p in d.params))
+            heap = (boundary.heap_type(),) if boundary else ()
+            fn = compiled_function(text, entry, tuple(numba_type(p.type) for p in d.params) + heap)
         except LabrysError:
             raise
         except Exception as exc:  # Numba refused the generated code (Note [Compiled fallback])
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             return self.fall_back(original, f"Numba could not compile it ({first[:120]})")
         self.sources[show_name(d.name)] = text
+        if boundary:
+            return closure_entry(self, d, fn, boundary)
         return self._entry(d, fn, original, concrete)
 
     # --- split reverse mode's BOGs (Note [Concrete BOGs] in labrys.ad.bog_types) ----------

@@ -30,6 +30,7 @@ from ..opt.fusion import fuse_loops
 from ..types.checker import Signature, check_def
 from ..types.primitives import Primitive
 from .numba_bounds import hoist_index_checks
+from .numba_closures import ClosureMixin, ClosureTable, eta_loops
 from .numba_rfold import RFoldMixin
 from .numba_soa import SoaMixin
 from .numba_sums import SumMixin
@@ -87,6 +88,7 @@ class NumbaModuleSource(PyModuleSource):
         self.generated: dict[int, Function] = {}
         self.cyclic: set[str] = set()  # generated functions on a cycle of calls
         self.direct: dict[int, list[str]] = {}  # Note [Nested accumulation]
+        self.closures = ClosureTable(self, LoopEmitter)  # Note [Defunctionalisation]
 
     def add_def(self, d: ir.Def) -> str:
         """The module's entry: a function of d's parameters that starts the recursion
@@ -97,10 +99,14 @@ class NumbaModuleSource(PyModuleSource):
             callee, n = self.user_function(sig, d.span)
         else:
             callee, n = self.generate_def(d, Function(self.fresh("fn"), [])), len(d.params)
-        entry = Function(self.fresh("fn"), [f"_a{k}" for k in range(n)])
-        call = f"{callee}({', '.join(entry.params + self.hidden(str(room())))})"
+        self.closures.close([p.type for p in d.params] + [d.ret])
+        args = [f"_a{k}" for k in range(n)]
+        entry = Function(self.fresh("fn"), args + (["_heap"] if self.closures.crosses else []))
+        budget = f"_np.int64({room()})" if self.closures.used else str(room())  # Note [Closure tags are not literals]
+        heap = [] if self.closures.crosses else [f"{self.closures.new_heap}()" if self.closures.used else "()"]
+        call = f"{callee}({', '.join(entry.params + heap + [budget] + (['_tape'] if self.tape else []))})"
         if self.tape:  # Note [The tape as arrays]
-            params = [(x, p.type) for x, p in zip(entry.params, d.params)]
+            params = [(x, p.type) for x, p in zip(args, d.params)]
             entry.lines += [(line, None) for line in tape_entry(call, params)]
         else:
             entry.lines.append((f"    return {call}", None))
@@ -126,7 +132,7 @@ class NumbaModuleSource(PyModuleSource):
                 raise Orchestration("print", x.span)
             if k > MAX_NODES:
                 raise Unsupported(f"a body of more than {MAX_NODES} nodes", d.span)
-        d = fuse_loops(self.without_map(inline_leaves(d, self.leaf_callee)))  # Note [Fusing sum of build]
+        d = fuse_loops(self.without_map(eta_loops(inline_leaves(d, self.leaf_callee))))  # Note [Fusing sum of build]
         d = deforest(d)  # Note [Deforesting small vectors] in labrys.opt.deforest
         for p in d.params:
             if not representable(p.type):
@@ -156,8 +162,9 @@ class NumbaModuleSource(PyModuleSource):
                          self.hooks.functions)
 
     def hidden(self, room: str) -> list[str]:
-        """The hidden last arguments: the recursion budget, and the tape where the module uses one."""
-        return [room, "_tape"] if self.tape else [room]
+        """The hidden last arguments: the closures' heap (Note [Defunctionalisation]), the
+        recursion budget, and the tape where the module uses one."""
+        return ["_heap", room, "_tape"] if self.tape else ["_heap", room]
 
     def user_function(self, sig: Signature, span: Span | None) -> tuple[str, int]:
         """The generated function for a callee, and its number of parameters (without ``_room``)."""
@@ -206,7 +213,7 @@ class NumbaModuleSource(PyModuleSource):
         size = sum(len(fn.lines) for fn in self.functions)
         if size > MAX_STATEMENTS:
             raise Unsupported(f"a body of {size} statements (more than {MAX_STATEMENTS})", None)
-        out = [HEADER]
+        out = [HEADER, *self.closures.globals()]
         decorator = DECORATOR.replace("cache=_cache", "cache=False") if self.cyclic else DECORATOR
         for fn in self.functions:
             out += ["", decorator, f"def {fn.name}({', '.join(fn.params)}):"]
@@ -214,7 +221,7 @@ class NumbaModuleSource(PyModuleSource):
         return "\n".join(out) + "\n"
 
 
-class LoopEmitter(TapeMixin, TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitter):
+class LoopEmitter(TapeMixin, ClosureMixin, TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitter):
     """Statements for Numba: loops instead of higher-order primitives."""
 
     mod: NumbaModuleSource
@@ -267,6 +274,10 @@ class LoopEmitter(TapeMixin, TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitt
                 super().assign(t, e)
             case ir.Inj():
                 self.inject(t, e, array_rank)
+            case ir.Lam() | ir.FnRef():  # Note [Defunctionalisation]
+                self.closure(t, e)
+            case ir.App():
+                self.apply(t, e)
             case _:
                 raise Unsupported(_WHAT.get(type(e), type(e).__name__), e.span)
 
@@ -286,6 +297,8 @@ class LoopEmitter(TapeMixin, TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitt
         name = target.name
         if name == "print":
             raise Orchestration("print", e.span)
+        if self.closure_vector(t, name, args, e):  # Note [Defunctionalisation]
+            return
         if name == "rfold" and isinstance(args[0], ir.Lam) and isinstance(args[1], ir.Lam):
             return self.rfold(t, args, e)
         if self.tape_call(t, name, args, e):  # Note [The tape in generated code]
@@ -296,7 +309,7 @@ class LoopEmitter(TapeMixin, TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitt
             return self.loop(t, name, args[0], args[1], e)
         if name == "fold" and isinstance(args[0], ir.Lam):
             return self.fold(t, args[0], args[1], args[2])
-        if name == "ifold" and isinstance(args[1], ir.Lam):
+        if name == "ifold" and isinstance(args[1], ir.Lam) and args[0].type == INTEGER:
             return self.ifold(t, args[0], args[1], args[2])
         if name == "ts_sumbuild" and isinstance(args[1], ir.Lam) and args[0].type == INTEGER:
             accs = self.ts_sumbuild(args[0], args[1], args[2])
@@ -318,6 +331,10 @@ class LoopEmitter(TapeMixin, TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitt
         if name == "sum" and (float_tensor(types[0]) or types[0] == TTensor(1, INTEGER)) and types[0].rank == 1:
             return self.sum(t, xs[0], types[0].elem)
         code = _primitive(target, types, xs, e.type)
+        if code is None and not isinstance(arg, ir.Tuple) and isinstance(arg.type, TTuple):
+            # (f p) with p a tuple is (f (get$1 p) … (get$n p)), as a written tuple is spread
+            code = _primitive(target, list(arg.type.elems), [f"{xs[0]}[{k}]" for k in range(len(arg.type.elems))],
+                              e.type)
         if code is None:
             raise Unsupported(f"primitive {name} on {arg.type}", e.span)
         self.emit(f"{t} = {code}")
@@ -419,8 +436,9 @@ _WHAT = {ir.Lam: "lambda", ir.App: "call of a function value", ir.FnRef: "functi
 # tangent operations are this generator's own rules (:meth:`LoopEmitter.call`,
 # :mod:`.numba_tangents`) because they emit statements, not an expression.
 
-# LoopEmitter.call's own rules
+# LoopEmitter.call's own rules:
 LOOPS = {"build", "sumbuild", "fold", "ifold", "ts_sumbuild", "sum", "map", "map2", "rfold"}
+TUPLE_ARGUMENTS = {"index", "dualZip", "dup", "elim"}  # primitives whose ``numba`` code takes tuple arguments (others: None)
 TANGENT_OPERATIONS = {"ts_add", "ts_scale", "ts_neg", "ts_zero", "ts_dot", "dot", "ts_delta", "deltaVec"}
 
 
@@ -450,6 +468,6 @@ def _primitive(prim: Primitive, types: list[Type], xs: list[str], result: Type) 
                 return None
             parts.append(f"({code})")
         return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
-    if prim.name not in ("index", "dup", "elim") and any(isinstance(t, TTuple) for t in types):  # SUF copies tuples
+    if prim.name not in TUPLE_ARGUMENTS and any(isinstance(t, TTuple) for t in types):  # SUF copies tuples
         return None
     return prim.numba(xs, types, result)

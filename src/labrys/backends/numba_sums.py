@@ -25,7 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir import nodes as ir
-from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
+from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TLam, TSum, TTensor, TTuple, Type
 from ..values import Inj
 
 
@@ -39,6 +39,10 @@ def placeholder(t: Type, rank: Callable[[Type], int | None]) -> str:
         return "False"
     if t == STRING:
         return "''"
+    if isinstance(t, TLam):  # a tag no closure has (Note [Defunctionalisation])
+        return "(_np.int64(-1), _np.int64(0))"
+    if isinstance(t, TTensor) and isinstance(t.elem, TLam):
+        return "_np.zeros((0, 2), _np.int64)"
     if isinstance(t, TTuple):
         parts = [placeholder(e, rank) for e in t.elems]
         return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
@@ -57,6 +61,10 @@ def machine_placeholder(t: Type, rank: Callable[[Type], int | None]) -> Any:
         return (False, machine_placeholder(t.left, rank), machine_placeholder(t.right, rank))
     if isinstance(t, TTensor) and t.elem == INTEGER:
         return np.zeros((0,) * t.rank, np.int64)
+    if isinstance(t, TLam):
+        return (-1, 0)
+    if isinstance(t, TTensor) and isinstance(t.elem, TLam):
+        return np.zeros((0, 2), np.int64)
     if isinstance(t, TTensor):
         return np.zeros((0,) * rank(t))
     return {FLOAT: 0.0, INTEGER: 0, BOOL: False, STRING: ""}[t]

@@ -4,7 +4,7 @@ def is not compiled (:class:`Unsupported`), shared by the generator's modules.""
 from __future__ import annotations
 
 from ..errors import Span
-from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
+from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TLam, TSum, TTensor, TTuple, Type
 
 MAX_TYPE_DEPTH = 32  # Numba's typing of nested tuples is superlinear in their depth
 
@@ -25,7 +25,16 @@ def representable(t: Type, depth: int = 0) -> bool:
         return depth < MAX_TYPE_DEPTH and all(representable(e, depth + 1) for e in t.elems)
     if isinstance(t, TSum):  # Note [Compiled sums]
         return depth < MAX_TYPE_DEPTH and representable(t.left, depth + 1) and representable(t.right, depth + 1)
+    if isinstance(t, TLam):  # (tag, slot): Note [Defunctionalisation] in numba_closures.py
+        return representable(t.arg, depth + 1) and representable(t.res, depth + 1)
+    if closure_vec(t):  # an int64 array of (tag, slot) rows
+        return representable(t.elem, depth + 1)
     return array_rank(t) is not None or int_array(t) or is_soa(t)
+
+
+def closure_vec(t: Type | None) -> bool:
+    """``Vec (Lam S T)``: an (n, 2) int64 array of closures (Note [Defunctionalisation])."""
+    return isinstance(t, TTensor) and t.rank == 1 and isinstance(t.elem, TLam)
 
 
 def int_array(t: Type) -> bool:

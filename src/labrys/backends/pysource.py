@@ -251,6 +251,9 @@ class Emitter:
         self.fn.lines.extend(fn.lines)
         self.emit("    except _primerror as _exc:")
         self.emit("        raise _located(_exc) from None")
+        # what the closure is, for the compiled backend (Note [Defunctionalisation])
+        captured = [self.env[n] for n in sorted(self.mod.free_vars(e))]
+        self.emit(f"{fn.name}._ks = ({self.mod.ns.add('l', e)}, ({''.join(c + ', ' for c in captured)}))")
         return fn.name
 
     def outline(self, e: ir.Expr) -> str:

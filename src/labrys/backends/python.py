@@ -48,7 +48,11 @@ class PythonBackend(Interpreter, Hooks):
 
     def fnref(self, e: ir.FnRef, ns: Namespace) -> str:
         cell = self.cell(self.functions.by_name(e.func))
-        return ns.add("f", lambda x: cell[0](x))
+
+        def value(x: Any) -> Any:
+            return cell[0](x)
+        value._ks = (e, ())  # what it is, for the compiled backend (Note [Defunctionalisation])
+        return ns.add("f", value)
 
     # --- compiling one def ----------------------------------------------------------
 
