@@ -176,7 +176,8 @@ class ClosureTable:
             self.heap.append(TTuple(tuple(ty for _, ty in env)))
         fn = Function(self.mod.fresh("lam"), [])
         scope: dict[str, str] = {}
-        fn.params = [self.mod.bind(scope, n) for n, _ in env] + [self.mod.bind(scope, node.var)] + self.mod.hidden("_room")
+        fn.params = [self.mod.bind(scope, n) for n, _ in env] + [self.mod.bind(scope, node.var)]
+        fn.params += self.mod.hidden("_room")
         cand = Candidate(len(self.by_type[t]), t, node, env, heap)
         k = len(env)
         hidden = ", ".join(self.mod.hidden("_room - 1"))
@@ -404,7 +405,8 @@ class ClosureMixin:
         if not isinstance(e.func.type, TLam):
             raise Unsupported(f"a call of a value of type {e.func.type}", e.span)
         f, x = self.atom(e.func), self.atom(e.arg)
-        self.emit(f"{t} = {self.mod.closures.apply_of(e.func.type)}({f}, {x}, {', '.join(self.mod.hidden('_room - 1'))})")
+        hidden = ", ".join(self.mod.hidden("_room - 1"))
+        self.emit(f"{t} = {self.mod.closures.apply_of(e.func.type)}({f}, {x}, {hidden})")
 
 
 def eta_loops(d: ir.Def) -> ir.Def:

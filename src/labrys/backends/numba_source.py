@@ -438,7 +438,8 @@ _WHAT = {ir.Lam: "lambda", ir.App: "call of a function value", ir.FnRef: "functi
 
 # LoopEmitter.call's own rules:
 LOOPS = {"build", "sumbuild", "fold", "ifold", "ts_sumbuild", "sum", "map", "map2", "rfold"}
-TUPLE_ARGUMENTS = {"index", "dualZip", "dup", "elim"}  # primitives whose ``numba`` code takes tuple arguments (others: None)
+# primitives whose ``numba`` code takes tuple arguments (others: None; SUF copies tuples):
+TUPLE_ARGUMENTS = {"index", "dualZip", "dup", "elim"}
 TANGENT_OPERATIONS = {"ts_add", "ts_scale", "ts_neg", "ts_zero", "ts_dot", "dot", "ts_delta", "deltaVec"}
 
 
