@@ -92,9 +92,11 @@ class PythonBackend(Interpreter, Hooks):
 CHUNK_CHARS = 1 << 18
 
 
-def source_chunks(text: str, limit: int = CHUNK_CHARS) -> list[tuple[int, str]]:
+def source_chunks(text: str, limit: int | None = None) -> list[tuple[int, str]]:
     """``text`` cut before top-level ``def`` lines into pieces of about ``limit``
-    characters (a single function is never cut): (lines before the piece, piece)."""
+    characters (default :data:`CHUNK_CHARS`; a single function is never cut):
+    (lines before the piece, piece)."""
+    limit = CHUNK_CHARS if limit is None else limit
     out: list[tuple[int, str]] = []
     start, line = 0, 0
     while start < len(text):
