@@ -96,24 +96,28 @@ def measure(shape: str, n: int, backend: str, timeout: float) -> dict:
 
 
 def plot(results: list[dict], path: str) -> None:
+    """CPU seconds (top row) and peak resident MB (bottom row) against n, log-log,
+    one column per backend."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(BACKENDS), figsize=(5 * len(BACKENDS), 4), sharey=True)
-    for ax, backend in zip(axes, BACKENDS):
-        for shape in SHAPES:
-            pts = [(r["n"], r["seconds"]) for r in results
-                   if r["shape"] == shape and r["backend"] == backend and r["seconds"] is not None]
-            if pts:
-                xs, ys = zip(*pts)
-                ax.loglog(xs, ys, marker="o", label=shape)
-        ax.set_title(backend)
-        ax.set_xlabel("nesting depth n")
-        ax.grid(True, which="both", alpha=0.3)
-    axes[0].set_ylabel("CPU seconds (load + first call)")
-    axes[-1].legend(fontsize=8)
+    rows = (("seconds", "CPU seconds (load + first call)"), ("mb", "peak resident MB"))
+    fig, axes = plt.subplots(len(rows), len(BACKENDS), figsize=(5 * len(BACKENDS), 8), sharey="row")
+    for (key, label), line in zip(rows, axes):
+        for ax, backend in zip(line, BACKENDS):
+            for shape in SHAPES:
+                pts = sorted((r["n"], r[key]) for r in results
+                             if r["shape"] == shape and r["backend"] == backend and r.get(key) is not None)
+                if pts:
+                    xs, ys = zip(*pts)
+                    ax.loglog(xs, ys, marker="o", label=shape)
+            ax.set_title(backend)
+            ax.set_xlabel("nesting depth n")
+            ax.grid(True, which="both", alpha=0.3)
+        line[0].set_ylabel(label)
+    axes[0][-1].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 

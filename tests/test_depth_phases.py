@@ -103,3 +103,38 @@ def test_node_visits_are_linear_in_depth(monkeypatch, shape):
 def test_remaining_shapes_on_python(shape):
     text, arg, want = depth_curve.SHAPES[shape](10_000)
     assert labrys.load(text, backend="python").f(arg) == want
+
+
+@pytest.fixture
+def short_functions(monkeypatch):
+    """Note [Long functions] with small bounds, so small programs cross them."""
+    from labrys.backends import pysource
+    monkeypatch.setattr(pysource, "MAX_LINES", 40)
+    monkeypatch.setattr(pysource, "MAX_NESTING", 15)
+
+
+def _longest_function(source: str) -> int:
+    """Lines of the longest top-level function of a generated module."""
+    starts = [i for i, line in enumerate(source.splitlines()) if line.startswith("def ")]
+    ends = starts[1:] + [len(source.splitlines())]
+    return max(b - a for a, b in zip(starts, ends))
+
+
+@pytest.mark.parametrize("shape", list(depth_curve.SHAPES))
+def test_every_generated_function_is_short(short_functions, shape):
+    text, arg, want = depth_curve.SHAPES[shape](400)
+    m = labrys.load(text, backend="python")
+    assert m.f(arg) == want
+    for name, source in m.backend.sources.items():
+        assert _longest_function(source) < 150, name  # 40 lines, then one statement's worth
+
+
+def test_outlined_calls_keep_error_positions(short_functions):
+    text = ("(def inc Float (x : Float) (add x 1.0))\n"
+            "(def f Float ((x : Float) (v : Vec Float))\n  "
+            + "(inc " * 200 + "\n(index 5 v)" + ")" * 200 + ")\n")
+    with pytest.raises(labrys.LabrysError) as info:
+        labrys.load(text, backend="python").f(1.0, [1.0])
+    assert (info.value.span.line, info.value.span.col) == (4, 1) and "index" in info.value.message
+    ok = text.replace("(index 5 v)", "(index 0 v)")
+    assert labrys.load(ok, backend="python").f(1.0, [1.0]) == 201.0
