@@ -122,6 +122,23 @@ def plot(results: list[dict], path: str) -> None:
     fig.savefig(path, dpi=100)
 
 
+def table(results: list[dict]) -> str:
+    """The measurements as a Markdown table: CPU seconds per size, peak MB at the largest."""
+    sizes = sorted({r["n"] for r in results})
+    cell = {(r["shape"], r["n"], r["backend"]): r for r in results}
+
+    def fmt(r, key, spec):
+        return "-" if r is None or r.get(key) is None else format(r[key], spec)
+    head = " / ".join(f"10^{len(str(n)) - 1}" for n in sizes)
+    lines = [f"| shape | {' | '.join(f'{b} {head}' for b in BACKENDS)} | peak MB at 10^{len(str(sizes[-1])) - 1} "
+             f"({' / '.join(BACKENDS)}) |", "| --- " * (len(BACKENDS) + 2) + "|"]
+    for shape in SHAPES:
+        cpu = [" / ".join(fmt(cell.get((shape, n, b)), "seconds", ".2f") for n in sizes) for b in BACKENDS]
+        mb = " / ".join(fmt(cell.get((shape, sizes[-1], b)), "mb", ".0f") for b in BACKENDS)
+        lines.append(f"| {shape} | {' | '.join(cpu)} | {mb} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cell", nargs=3, metavar=("SHAPE", "N", "BACKEND"), help=argparse.SUPPRESS)
@@ -131,11 +148,14 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per cell (default 300)")
     ap.add_argument("--json", metavar="FILE", help="write the measurements here")
     ap.add_argument("--plot", metavar="PNG", help="draw seconds against n, one panel per backend")
-    ap.add_argument("--replot", metavar="JSON", help="only draw --plot from earlier measurements")
+    ap.add_argument("--replot", metavar="JSON", help="only draw --plot (and print the table) from earlier measurements")
     args = ap.parse_args()
     if args.replot:
         with open(args.replot) as fh:
-            plot(json.load(fh), args.plot)
+            results = json.load(fh)
+        if args.plot:
+            plot(results, args.plot)
+        print(table(results))
         return
     if args.cell:
         shape, n, backend = args.cell
