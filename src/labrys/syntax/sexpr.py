@@ -108,11 +108,11 @@ def _read_string(text: str, i: int, src: Source) -> tuple[str, int]:
             j += 1
 
 
-_NOT_NUMBER = frozenset("0123456789-+.")
+_NUMBER_START = frozenset("0123456789-+.")  # what a number literal can begin with
 
 
 def _atom(text: str, span: Span) -> Atom:
-    if text[0] not in _NOT_NUMBER:  # a symbol: the common case, without a regular expression
+    if text[0] not in _NUMBER_START:  # a symbol: the common case, without a regular expression
         return Atom("sym", text, span)
     if _INT.match(text):
         value = int(text)
