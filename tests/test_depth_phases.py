@@ -2,7 +2,8 @@
 the python backend compiles its generated module in chunks (Note [Compiling in
 chunks]) so CPython's compiler never holds the whole module, with run-time
 error positions intact; every pass's node visits grow linearly with depth for
-every shape; and every shape runs at 10^4 on ``python`` too (test_depth_costs
+every shape; generated functions stay short (Note [Long functions]); and
+every shape runs at 10^4 on ``python`` and ``compiled`` too (test_depth_costs
 runs them all on ``interp``)."""
 from __future__ import annotations
 
@@ -99,10 +100,11 @@ def test_node_visits_are_linear_in_depth(monkeypatch, shape):
     assert small > 300 and large < 4.5 * small
 
 
+@pytest.mark.parametrize("backend", ["python", "compiled"])
 @pytest.mark.parametrize("shape", ["lets", "calls", "ifs", "tuples", "adds"])
-def test_remaining_shapes_on_python(shape):
+def test_remaining_shapes_on_python_and_compiled(shape, backend):
     text, arg, want = depth_curve.SHAPES[shape](10_000)
-    assert labrys.load(text, backend="python").f(arg) == want
+    assert labrys.load(text, backend=backend).f(arg) == want
 
 
 @pytest.fixture
