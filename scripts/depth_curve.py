@@ -96,26 +96,47 @@ def measure(shape: str, n: int, backend: str, timeout: float) -> dict:
 
 
 def plot(results: list[dict], path: str) -> None:
+    """CPU seconds (top row) and peak resident MB (bottom row) against n, log-log,
+    one column per backend."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(BACKENDS), figsize=(5 * len(BACKENDS), 4), sharey=True)
-    for ax, backend in zip(axes, BACKENDS):
-        for shape in SHAPES:
-            pts = [(r["n"], r["seconds"]) for r in results
-                   if r["shape"] == shape and r["backend"] == backend and r["seconds"] is not None]
-            if pts:
-                xs, ys = zip(*pts)
-                ax.loglog(xs, ys, marker="o", label=shape)
-        ax.set_title(backend)
-        ax.set_xlabel("nesting depth n")
-        ax.grid(True, which="both", alpha=0.3)
-    axes[0].set_ylabel("CPU seconds (load + first call)")
-    axes[-1].legend(fontsize=8)
+    rows = (("seconds", "CPU seconds (load + first call)"), ("mb", "peak resident MB"))
+    fig, axes = plt.subplots(len(rows), len(BACKENDS), figsize=(5 * len(BACKENDS), 8), sharey="row")
+    for (key, label), line in zip(rows, axes):
+        for ax, backend in zip(line, BACKENDS):
+            for shape in SHAPES:
+                pts = sorted((r["n"], r[key]) for r in results
+                             if r["shape"] == shape and r["backend"] == backend and r.get(key) is not None)
+                if pts:
+                    xs, ys = zip(*pts)
+                    ax.loglog(xs, ys, marker="o", label=shape)
+            ax.set_title(backend)
+            ax.set_xlabel("nesting depth n")
+            ax.grid(True, which="both", alpha=0.3)
+        line[0].set_ylabel(label)
+    axes[0][-1].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
+
+
+def table(results: list[dict]) -> str:
+    """The measurements as a Markdown table: CPU seconds per size, peak MB at the largest."""
+    sizes = sorted({r["n"] for r in results})
+    cell = {(r["shape"], r["n"], r["backend"]): r for r in results}
+
+    def fmt(r, key, spec):
+        return "-" if r is None or r.get(key) is None else format(r[key], spec)
+    head = " / ".join(f"10^{len(str(n)) - 1}" for n in sizes)
+    lines = [f"| shape | {' | '.join(f'{b} {head}' for b in BACKENDS)} | peak MB at 10^{len(str(sizes[-1])) - 1} "
+             f"({' / '.join(BACKENDS)}) |", "| --- " * (len(BACKENDS) + 2) + "|"]
+    for shape in SHAPES:
+        cpu = [" / ".join(fmt(cell.get((shape, n, b)), "seconds", ".2f") for n in sizes) for b in BACKENDS]
+        mb = " / ".join(fmt(cell.get((shape, sizes[-1], b)), "mb", ".0f") for b in BACKENDS)
+        lines.append(f"| {shape} | {' | '.join(cpu)} | {mb} |")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -127,11 +148,14 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per cell (default 300)")
     ap.add_argument("--json", metavar="FILE", help="write the measurements here")
     ap.add_argument("--plot", metavar="PNG", help="draw seconds against n, one panel per backend")
-    ap.add_argument("--replot", metavar="JSON", help="only draw --plot from earlier measurements")
+    ap.add_argument("--replot", metavar="JSON", help="only draw --plot (and print the table) from earlier measurements")
     args = ap.parse_args()
     if args.replot:
         with open(args.replot) as fh:
-            plot(json.load(fh), args.plot)
+            results = json.load(fh)
+        if args.plot:
+            plot(results, args.plot)
+        print(table(results))
         return
     if args.cell:
         shape, n, backend = args.cell

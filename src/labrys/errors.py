@@ -7,7 +7,10 @@ line and a caret, the format the CLI prints.
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass, field
+
+_NEWLINE = re.compile("\n")
 
 
 @dataclass(frozen=True, eq=False)
@@ -19,7 +22,7 @@ class Source:
     line_starts: tuple[int, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        starts = [0] + [i + 1 for i, ch in enumerate(self.text) if ch == "\n"]
+        starts = [0] + [m.end() for m in _NEWLINE.finditer(self.text)]  # not a Python loop per character
         object.__setattr__(self, "line_starts", tuple(starts))
 
     def line_col(self, offset: int) -> tuple[int, int]:

@@ -78,7 +78,7 @@ def test_bounded_random_programs():
     code = ("import sys; sys.path[:0] = ['tests/fuzz', 'tests']; import test_fuzz_pipeline as t; "
             "t.random_programs_have_no_bug()")
     done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    assert done.returncode == 0, done.stdout[-20000:] + done.stderr[-20000:]  # the whole falsifying program
 
 
 def test_every_registered_derivation_is_fuzzed():

@@ -26,6 +26,19 @@ CPython's compiler recurses over nested blocks, so 10^4 nested non-tail ifs
 cannot be one function.  When the generator's block depth reaches
 :data:`MAX_DEPTH`, the sub-expression is outlined into a new top-level
 function of its free variables and called.
+
+Note [Long functions]
+~~~~~~~~~~~~~~~~~~~~~
+CPython compiles a function as one unit, and its memory while doing so is
+about 3.5 KB per line: 10^5 nested lets, calls or tail ifs were one function
+of 2-3*10^5 lines and about 1 GB.  Two bounds keep every function short: once
+a function has :data:`MAX_LINES` lines, what remains of its tail (the rest of
+a let-chain, the next else-branch) is outlined like a deep block (a new
+function of its free variables, returned from this one); and a compound
+sub-expression nested :data:`MAX_NESTING` deep in one function (the argument
+of the argument of ... a call) is outlined.  The generated module is then
+compiled in chunks (Note [Compiling in chunks] in
+:mod:`labrys.backends.python`).  Numba's defs are far smaller than either bound.
 """
 from __future__ import annotations
 
@@ -39,6 +52,8 @@ from ..ir.traverse import free_vars, free_vars_table
 
 NAME_PATTERN = re.compile(r"v\d+_[A-Za-z0-9]{0,12}|_[a-z]+\d*")
 MAX_DEPTH = 16  # deeper blocks are outlined; shallower blocks keep the generated source small (indentation)
+MAX_LINES = 10_000  # Note [Long functions]: what follows in a longer function is outlined
+MAX_NESTING = 2_000  # Note [Long functions]: a sub-expression nested deeper is outlined
 _HINT = re.compile(r"[^A-Za-z0-9]")
 
 
@@ -76,6 +91,7 @@ class Function:
 
     def __init__(self, name: str, params: list[str]) -> None:
         self.name, self.params, self.lines = name, params, []
+        self.nesting = 0  # compound expressions being emitted inside one another (Note [Long functions])
 
 
 class PyModuleSource:
@@ -163,13 +179,18 @@ class Emitter:
 
     def atom(self, e: ir.Expr) -> str:
         """Emit statements computing ``e``; return a name or literal holding its value."""
-        if self.depth >= MAX_DEPTH and not isinstance(e, (ir.Var, ir.Const)):
+        if isinstance(e, (ir.Var, ir.Const)):
+            return self.env[e.name] if isinstance(e, ir.Var) else self.literal(e.value)
+        if self.depth >= MAX_DEPTH or self.fn.nesting >= MAX_NESTING:  # Note [Long functions]
             return self.outline(e)
+        self.fn.nesting += 1
+        try:
+            return self.compound(e)
+        finally:
+            self.fn.nesting -= 1
+
+    def compound(self, e: ir.Expr) -> str:
         match e:
-            case ir.Const(value):
-                return self.literal(value)
-            case ir.Var(name):
-                return self.env[name]
             case ir.Let():
                 scope = self.scoped(self.depth)
                 return scope.atom(scope.lets(e))
@@ -303,8 +324,12 @@ class Emitter:
             if self.depth >= MAX_DEPTH and not isinstance(e, (ir.Var, ir.Const)):
                 self.emit(f"return {self.outline(e)}")
                 return
+            if len(self.fn.lines) >= MAX_LINES and not isinstance(e, (ir.Var, ir.Const)):
+                self.emit(f"return {self.outline(e)}")  # Note [Long functions]
+                return
             if isinstance(e, ir.Let):
-                e = self.lets(e)
+                self.let_step(e)
+                e = e.body
             elif isinstance(e, ir.Assert):
                 self.check(e, e.cond)
                 e = e.body

@@ -19,26 +19,30 @@ Binders = tuple[str, ...]
 
 def children(e: Expr) -> tuple[tuple[Expr, Binders], ...]:
     """Each child with the variables the node binds around it."""
-    match e:
-        case Const() | Var() | FnRef():
-            return ()
-        case Call(_, arg) | Get(_, _, arg) | Inj(_, _, arg):
-            return ((arg, ()),)
-        case App(f, arg):
-            return ((f, ()), (arg, ()))
-        case Lam(v, _, body):
-            return ((body, (v,)),)
-        case Let(_, rhs, body):
-            return ((rhs, ()), (body, e.names))
-        case If(c, t, f):
-            return ((c, ()), (t, ()), (f, ()))
-        case Tuple(elems):
-            return tuple((x, ()) for x in elems)
-        case Assert(c, body):
-            return ((c, ()), (body, ()))
-        case Case(s, lv, lb, rv, rb):
-            return ((s, ()), (lb, (lv,)), (rb, (rv,)))
-    raise TypeError(f"not an expression: {e!r}")
+    try:
+        return _CHILDREN[type(e)](e)
+    except KeyError:
+        raise TypeError(f"not an expression: {e!r}") from None
+
+
+# Note [Children by type]: every pass asks for children at every node; a dict from
+# the node's class (the IR classes have no subclasses) is several times cheaper
+# than a match statement trying the classes in turn.  One entry per construct.
+_CHILDREN: dict[type, Callable[[Expr], tuple[tuple[Expr, Binders], ...]]] = {
+    Const: lambda e: (),
+    Var: lambda e: (),
+    FnRef: lambda e: (),
+    Call: lambda e: ((e.arg, ()),),
+    Get: lambda e: ((e.arg, ()),),
+    Inj: lambda e: ((e.arg, ()),),
+    App: lambda e: ((e.func, ()), (e.arg, ())),
+    Lam: lambda e: ((e.body, (e.var,)),),
+    Let: lambda e: ((e.rhs, ()), (e.body, e.names)),
+    If: lambda e: ((e.cond, ()), (e.then, ()), (e.orelse, ())),
+    Tuple: lambda e: tuple((x, ()) for x in e.elems),
+    Assert: lambda e: ((e.cond, ()), (e.body, ())),
+    Case: lambda e: ((e.scrut, ()), (e.left_body, (e.left_var,)), (e.right_body, (e.right_var,))),
+}
 
 
 def rebuild(e: Expr, kids: list[Expr]) -> Expr:

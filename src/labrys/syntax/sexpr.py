@@ -10,16 +10,20 @@ from dataclasses import dataclass
 from ..errors import LabrysError, Source, Span
 
 _DELIMS = set('()[]";') | set(" \t\r\n\f\v")
-# Note [Reading a token at a time]: every token kind, tried in order at one index; an
-# atom runs to the next delimiter or "#|".
-_TOKEN = re.compile(r"""(?P<ws>[ \t\r\n\f\v]+)
-                      |(?P<comment>;[^\n]*)
-                      |(?P<block>\#\|)
-                      |(?P<hash>\#(?=[\ \t\r\n]|\Z)[^\n]*)
-                      |(?P<open>[(\[])
+# Note [Reading a token at a time]: the blanks before a token and every token kind,
+# tried in order (brackets and atoms, the common ones, first; a "#" line comment before
+# an atom, which could also start with "#"), in one match; an atom runs to the next
+# delimiter or "#|".
+_TOKEN = re.compile(r"""[\ \t\r\n\f\v]*(?:
+                       (?P<open>[(\[])
                       |(?P<close>[)\]])
+                      |(?P<hash>\#(?=[\ \t\r\n]|\Z)[^\n]*)
+                      |(?P<block>\#\|)
+                      |(?P<atom>(?:[^()\[\]";\ \t\r\n\f\v\#]|\#(?!\|))+)
+                      |(?P<comment>;[^\n]*)
                       |(?P<str>")
-                      |(?P<atom>(?:[^()\[\]";\ \t\r\n\f\v\#]|\#(?!\|))+)""", re.VERBOSE)
+                      |(?P<end>\Z))""", re.VERBOSE)
+_OPEN, _CLOSE, _ATOMTOK, _END = (_TOKEN.groupindex[k] for k in ("open", "close", "atom", "end"))
 _ATOM = re.compile(r"(?:[^()\[\]\";\ \t\r\n\f\v\#]|\#(?!\|))+")
 _INT = re.compile(r"-?[0-9]+\Z")
 _FLOAT = re.compile(r"-?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z|-?[0-9]+[eE][+-]?[0-9]+\Z"
@@ -104,7 +108,12 @@ def _read_string(text: str, i: int, src: Source) -> tuple[str, int]:
             j += 1
 
 
+_NUMBER_START = frozenset("0123456789-+.")  # what a number literal can begin with
+
+
 def _atom(text: str, span: Span) -> Atom:
+    if text[0] not in _NUMBER_START:  # a symbol: the common case, without a regular expression
+        return Atom("sym", text, span)
     if _INT.match(text):
         value = int(text)
         if not -(1 << 63) <= value < (1 << 63):
@@ -150,20 +159,13 @@ def read(src: Source, comments: bool = False) -> list[SExpr]:
     match = _TOKEN.match
     while i < n:
         m = match(text, i)
-        kind = m.lastgroup
-        j = m.end()
-        if kind == "ws":
-            pass
-        elif kind == "hash" and not _hash_line_comment(text, i):  # a "#" inside an atom's place
-            j = _ATOM.match(text, i).end()
-            items.append(_atom(text[i:j], Span(src, i, j)))
-        elif kind == "atom":
-            items.append(_atom(m.group(), Span(src, i, j)))
-        elif kind == "open":
-            stack.append((m.group(), i, []))
+        kind = m.lastindex  # the token's group: whitespace before it is part of the match
+        i, j = m.start(kind), m.end()
+        if kind == _OPEN:
+            stack.append((text[i], i, []))
             items = stack[-1][2]
-        elif kind == "close":
-            ch = m.group()
+        elif kind == _CLOSE:
+            ch = text[i]
             if not stack:
                 raise LabrysError(f"unexpected '{ch}' with no matching opening bracket", Span(src, i, i + 1))
             bracket, start, inner = stack.pop()
@@ -172,10 +174,17 @@ def read(src: Source, comments: bool = False) -> list[SExpr]:
                                   (f"the '{bracket}' opened at {Span(src, start, start + 1)!r}",))
             items = stack[-1][2] if stack else top
             items.append(SList(bracket, tuple(inner), Span(src, start, j)))
-        elif kind in ("comment", "hash"):
+        elif kind == _ATOMTOK:
+            items.append(_atom(text[i:j], Span(src, i, j)))
+        elif kind == _END:
+            pass
+        elif m.lastgroup == "hash" and not _hash_line_comment(text, i):  # a "#" inside an atom's place
+            j = _ATOM.match(text, i).end()
+            items.append(_atom(text[i:j], Span(src, i, j)))
+        elif m.lastgroup in ("comment", "hash"):
             if comments:
                 _comment(src, i, j, items)
-        elif kind == "block":
+        elif m.lastgroup == "block":
             j = _skip_block_comment(text, i + 2, src)
             if comments:
                 _comment(src, i, j, items)
