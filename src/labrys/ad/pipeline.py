@@ -36,6 +36,7 @@ from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.traverse import FreshNames, children, fresh_for, nodes  # noqa: F401  (fresh_for: the passes import it from here)
 from ..types.checker import Functions, check_def
+from ..util.deep import paused_gc
 
 ORIGINAL = "original"
 
@@ -91,6 +92,11 @@ def run_pipeline(passes: tuple[Pass, ...], d: ir.Def, work: Work, views: bool = 
                  lint: bool | None = None) -> Derived:
     """Run ``passes`` on the typed def ``d`` (Note [Pass driver])."""
     lint = linting() if lint is None else lint
+    with paused_gc():  # Note [Garbage collection in passes]
+        return _run_passes(passes, d, work, views, lint)
+
+
+def _run_passes(passes: tuple[Pass, ...], d: ir.Def, work: Work, views: bool, lint: bool) -> Derived:
     stages = {ORIGINAL: Stage(ORIGINAL, "Original definition", d, 0.0)}
     order, current = [ORIGINAL], ORIGINAL
     for p in passes:

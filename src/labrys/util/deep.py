@@ -22,7 +22,11 @@ few hundred allocations, then spends most of the time (3x on 10^4-deep
 programs) re-examining objects that can never be garbage.  Those entry
 points run with the collector paused (:func:`gc_paused`); reference counting
 still frees everything, and the collector resumes when the outermost one
-returns.  Running user code keeps the collector.
+returns.  Running user code keeps the collector.  The pass driver
+(``labrys.ad.pipeline.run_pipeline``) pauses it for a whole derivation: the
+full collections it triggers walk every live node of the term being
+transformed, so with it on CHAD's passes on a chain of L lets cost O(L²)
+(14% of the time at L = 10^3, 28% at L = 10^4: 44 s of 153 s).
 """
 from __future__ import annotations
 
