@@ -127,5 +127,6 @@ def test_gmm_gradient_on_compiled_is_the_interpreters():
     source = mc.backend.sources["[rev gmm_objective]"]
     # Q_k z is neither stored in the forward sweep nor in the reverse sweep, nor is its cotangent:
     # in two nested loops only Q_k's rows (make_Q, inlined: a row and the matrix) and z's cotangent
-    # are made (before deforestation, also Q_k z twice and its cotangent: 6).
-    assert _allocations_in_loops(source, depth=2) == 3
+    # are made (before deforestation, also Q_k z twice and its cotangent: 6); with the
+    # primitives on tuple variables compiled (the tape branch) the row is not copied: 2.
+    assert _allocations_in_loops(source, depth=2) <= 3

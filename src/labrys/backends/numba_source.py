@@ -30,7 +30,7 @@ from ..opt.fusion import fuse_loops
 from ..types.checker import Signature, check_def
 from ..types.primitives import Primitive
 from .numba_bounds import hoist_index_checks
-from .numba_closures import ClosureMixin, ClosureTable, eta_loops
+from .numba_closures import ClosureMixin, ClosureTable, eta_loops, lam_types
 from .numba_rfold import RFoldMixin
 from .numba_soa import SoaMixin
 from .numba_sums import SumMixin
@@ -132,8 +132,10 @@ class NumbaModuleSource(PyModuleSource):
                 raise Orchestration("print", x.span)
             if k > MAX_NODES:
                 raise Unsupported(f"a body of more than {MAX_NODES} nodes", d.span)
-        d = fuse_loops(self.without_map(eta_loops(inline_leaves(d, self.leaf_callee))))  # Note [Fusing sum of build]
-        d = deforest(d)  # Note [Deforesting small vectors] in labrys.opt.deforest
+        plain = not _has_function_values(d)  # a closure's body must stay the program's (its key_of)
+        d = inline_leaves(d, self.leaf_callee) if plain else d
+        d = fuse_loops(self.without_map(eta_loops(d)))  # Note [Fusing sum of build] in labrys.opt.fusion
+        d = deforest(d) if plain else d  # Note [Deforesting small vectors] in labrys.opt.deforest
         for p in d.params:
             if not representable(p.type):
                 raise Unsupported(f"parameter {p.name} of type {p.type}", p.span or d.span)
@@ -454,6 +456,14 @@ def support(prim: Primitive) -> str:
     if prim.name in TAPE_PRIMITIVES:
         return "tape"
     return "tangent" if prim.name in TANGENT_OPERATIONS else "python"
+
+
+def _has_function_values(d: ir.Def) -> bool:
+    """Whether d handles function values (beyond a loop's body): its closures are found
+    across modules by their lambdas (key_of in .numba_closures), which rewriting d's body
+    would change, so such a def is not deforested."""
+    types = [p.type for p in d.params] + [d.ret] + [x.type for x in nodes(d.body) if not isinstance(x, ir.Lam)]
+    return any(lam_types(t) for t in types if t is not None)
 
 
 def _primitive(prim: Primitive, types: list[Type], xs: list[str], result: Type) -> str | None:
