@@ -181,8 +181,10 @@ class Boundary:
 def direct(dispatcher: Any) -> Callable:
     """The machine code of a dispatcher compiled for one signature, called without Numba's
     dispatch (typing a tuple of typed lists on every call costs ~0.3 ms)."""
-    (signature,) = dispatcher.signatures
-    return dispatcher.overloads[signature].entry_point
+    signatures = dispatcher.signatures
+    if len(signatures) != 1:  # the same text compiled for other argument types too: dispatch
+        return dispatcher
+    return dispatcher.overloads[signatures[0]].entry_point
 
 
 def closure_entry(backend, d: ir.Def, compiled: Any, boundary: Boundary) -> Callable[[Any], Any]:
