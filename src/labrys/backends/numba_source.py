@@ -127,12 +127,16 @@ class NumbaModuleSource(PyModuleSource):
 
     def generate_def(self, d: ir.Def, fn: Function) -> str:
         """d's body as the function ``fn`` of d's parameters and the recursion budget ``_room``."""
+        # plain: no function values beyond a loop's body.  A closure is found across modules by
+        # its lambda (key_of in .numba_closures), so a def with closures is not rewritten below.
+        plain = not any(lam_types(t) for t in [p.type for p in d.params] + [d.ret])
         for k, x in enumerate(nodes(d.body)):
             if isinstance(x, ir.Call) and x.func == "print":
                 raise Orchestration("print", x.span)
             if k > MAX_NODES:
                 raise Unsupported(f"a body of more than {MAX_NODES} nodes", d.span)
-        plain = not _has_function_values(d)  # a closure's body must stay the program's (its key_of)
+            if plain and not isinstance(x, ir.Lam) and x.type is not None and lam_types(x.type):
+                plain = False
         d = inline_leaves(d, self.leaf_callee) if plain else d
         d = fuse_loops(self.without_map(eta_loops(d)))  # Note [Fusing sum of build] in labrys.opt.fusion
         d = deforest(d) if plain else d  # Note [Deforesting small vectors] in labrys.opt.deforest
@@ -456,14 +460,6 @@ def support(prim: Primitive) -> str:
     if prim.name in TAPE_PRIMITIVES:
         return "tape"
     return "tangent" if prim.name in TANGENT_OPERATIONS else "python"
-
-
-def _has_function_values(d: ir.Def) -> bool:
-    """Whether d handles function values (beyond a loop's body): its closures are found
-    across modules by their lambdas (key_of in .numba_closures), which rewriting d's body
-    would change, so such a def is not deforested."""
-    types = [p.type for p in d.params] + [d.ret] + [x.type for x in nodes(d.body) if not isinstance(x, ir.Lam)]
-    return any(lam_types(t) for t in types if t is not None)
 
 
 def _primitive(prim: Primitive, types: list[Type], xs: list[str], result: Type) -> str | None:
