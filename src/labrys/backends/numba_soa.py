@@ -38,7 +38,7 @@ import numpy as np
 from ..ir import nodes as ir
 from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, TSum, TTensor, TTuple, Type
 from ..values import Inj, dense, make_vec
-from .numba_types import UNITS, Unsupported, components, is_soa
+from .numba_types import COLUMN_DTYPES, UNITS, Unsupported, components, is_soa
 
 
 def element(t: TTensor, v: str, i: str) -> str:
@@ -97,7 +97,7 @@ class SoaMixin:
                 if e not in (FLOAT, INTEGER, BOOL, DELTA):
                     raise Unsupported(f"build of {vt.elem} (a component that is a vector)", lam.span)
                 col = self.mod.fresh("col")
-                dtype = {INTEGER: ", _np.int64", DELTA: ", _np.int64", BOOL: ", _np.bool_"}.get(e, "")
+                dtype = f", _np.{COLUMN_DTYPES[e]}" if e in COLUMN_DTYPES else ""
                 self.emit(f"{col} = _np.empty({size}{dtype})")
                 columns.append((col, f"{path}[{k}]"))
                 parts.append(col)

@@ -27,6 +27,7 @@ import numpy as np
 from ..ir import nodes as ir
 from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TLam, TSum, TTensor, TTuple, Type
 from ..values import Inj
+from .numba_types import COLUMN_DTYPES, components, is_soa
 
 
 def placeholder(t: Type, rank: Callable[[Type], int | None]) -> str:
@@ -50,7 +51,12 @@ def placeholder(t: Type, rank: Callable[[Type], int | None]) -> str:
         return f"(False, {placeholder(t.left, rank)}, {placeholder(t.right, rank)})"
     if isinstance(t, TTensor) and t.elem == INTEGER:
         return f"_np.zeros(({'0, ' * t.rank}), _np.int64)"
+    if is_soa(t):  # no rows: the length 0 and an empty column per component
+        columns = [f"_np.zeros(0, _np.{COLUMN_DTYPES[e]})" if e in COLUMN_DTYPES else placeholder(TTensor(1, e), rank)
+                   for e in components(t.elem)]
+        return "(0, " + "".join(f"{c}, " for c in columns) + ")"
     return f"_np.zeros(({'0, ' * rank(t)}))"
+
 
 
 def machine_placeholder(t: Type, rank: Callable[[Type], int | None]) -> Any:
@@ -65,6 +71,9 @@ def machine_placeholder(t: Type, rank: Callable[[Type], int | None]) -> Any:
         return (-1, 0)
     if isinstance(t, TTensor) and isinstance(t.elem, TLam):
         return np.zeros((0, 2), np.int64)
+    if is_soa(t):
+        return (0, *(np.zeros(0, getattr(np, COLUMN_DTYPES[e])) if e in COLUMN_DTYPES
+                     else machine_placeholder(TTensor(1, e), rank) for e in components(t.elem)))
     if isinstance(t, TTensor):
         return np.zeros((0,) * rank(t))
     return {FLOAT: 0.0, INTEGER: 0, BOOL: False, STRING: ""}[t]

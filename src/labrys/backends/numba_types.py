@@ -72,6 +72,9 @@ def is_soa(t: Type | None) -> bool:
         all(column_ok(e) for e in components(t.elem))
 
 
+COLUMN_DTYPES = {INTEGER: "int64", DELTA: "int64", BOOL: "bool_"}  # a column's NumPy type; Float's is the default
+
+
 def column_ok(e: Type) -> bool:
     return e in (FLOAT, INTEGER, BOOL, DELTA) or array_rank(TTensor(1, e)) is not None or is_soa(TTensor(1, e))
 
