@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import cProfile
 import gc
+import json
 import pstats
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import labrys
 from labrys.ad import chad
@@ -58,9 +62,19 @@ def _work_per_pass(n: int) -> tuple[dict[str, int], dict[str, int]]:
     return calls, {s.name: size(s.d.body) for s in derived.stages}
 
 
+def _work_per_pass_alone(n: int) -> tuple[dict[str, int], dict[str, int]]:
+    """:func:`_work_per_pass` in a fresh interpreter: under pytest-xdist, in a worker that
+    had run other modules, the profiled translation ran for over 20 minutes (40 s alone)."""
+    code = f"import json, test_chad_deep as t; print(json.dumps(t._work_per_pass({n})))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parent, capture_output=True,
+                          text=True, check=True)
+    calls, sizes = json.loads(done.stdout.splitlines()[-1])
+    return calls, sizes
+
+
 def test_every_pass_of_chad_is_linear_in_the_depth_of_a_let_chain():
-    calls1, sizes1 = _work_per_pass(250)
-    calls2, sizes2 = _work_per_pass(500)
+    calls1, sizes1 = _work_per_pass_alone(250)
+    calls2, sizes2 = _work_per_pass_alone(500)
     assert set(calls1) == {"prepare", "scalarise", "translate", "simplify", "lower"}
     for name in calls1:  # O(L²) would give 4; a constant overhead per pass keeps it under 2
         assert 1.8 < calls2[name] / calls1[name] < 2.1, (name, calls1[name], calls2[name])
