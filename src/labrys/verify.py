@@ -95,10 +95,11 @@ class Row:
     cells: dict[str, Cell] = field(default_factory=dict)
     points: list[Point] = field(default_factory=list)
     shapes: str = ""  # where the argument's sizes came from, when not vectors of 3
+    finding: str = ""  # "no point where f is defined: ...": f failed at every point of every size tried
 
     @property
     def ok(self) -> bool:
-        return all(c.ok is not False for c in self.cells.values())
+        return not self.finding and all(c.ok is not False for c in self.cells.values())
 
 
 def check_function(module: Module, sig: Signature, points: int = 3, tol: float = TOL, seed: int = 0,
@@ -141,13 +142,23 @@ def check_function(module: Module, sig: Signature, points: int = 3, tol: float =
         return row
     sweep = functools.partial(_sweep, row, f, derived, algs, rng, tol, agree_tol, points, edges, same)
     sweep(first, lambda: random_value(sig.arg, rng))
+    tried = ["vectors of 3"]
     if row.points and all(p.status.startswith("f fails at x") for p in row.points):
-        for what, template in shapes(module, sig, rng):  # Note [Shapes the function accepts]
+        for what, template in shapes(module, sig, rng, f, tried):  # Note [Shapes the function accepts]
             before = len(row.points)
             sweep(template, lambda t=template: random_like(t, rng))
             if any(p.status == "checked" for p in row.points[before:]):
                 row.shapes = what
                 break
+    if row.points and all(p.status.startswith("f fails at x") for p in row.points):
+        row.finding = (f"no point where f is defined: {row.points[-1].status} (the last of {len(row.points)} "
+                       f"points; sizes tried: {_tried(tried)})")
+        if len(derived) <= 1:
+            del row.cells["agree"]
+        for cell in row.cells.values():
+            if cell.ok:
+                cell.fail(row.finding)
+        return row
     reasons = "; ".join(f"{why} ({len(xs)} points)" for why, xs in _skipped(row).items())
     for name, cell in row.cells.items():
         if cell.ok and cell.checked == 0 and name != "agree":
@@ -293,6 +304,17 @@ def _derived(module: Module, derivation: str, sig: Signature) -> Callable:
     return lambda *args: fn(args[0] if len(args) == 1 else tuple(args))
 
 
+def _tried(tried: list[str]) -> str:
+    """"vectors of 3; main's call; vectors of 1, 2, 4": consecutive uniform sizes in one."""
+    out: list[str] = []
+    for what in tried:
+        if what.startswith("vectors of ") and out and out[-1].startswith("vectors of "):
+            out[-1] += ", " + what.removeprefix("vectors of ")
+        else:
+            out.append(what)
+    return "; ".join(out)
+
+
 def _where(exc: LabrysError) -> str:
     where = f" at {exc.span!r}" if exc.span is not None else ""
     return exc.message.split(" does not support ")[-1] + where
@@ -346,6 +368,7 @@ def report(rows: list[Row], names: list[str], as_json: bool = False, seed: int =
 
     if as_json:
         return json.dumps([{"function": r.function, "ok": r.ok, "shapes": r.shapes or "vectors of 3",
+                            **({"finding": r.finding} if r.finding else {}),
                             "points": [{"x": p.x, "step": p.step, "status": p.status} for p in r.points],
                             **{n: {"ok": c.ok, "max_error": c.error, "tolerance": c.tolerance,
                                    "checked": c.checked, "detail": c.detail}
@@ -354,9 +377,12 @@ def report(rows: list[Row], names: list[str], as_json: bool = False, seed: int =
         return "nothing checked: no function takes and returns Floats"
     width = max([len("function")] + [len(r.function) for r in rows])
     texts = [{n: r.cells[n].text() if n in r.cells else "-" for n in names} for r in rows]
-    widths = {n: max([len(n)] + [len(t[n]) for t in texts]) for n in names}
+    widths = {n: max([len(n)] + [len(t[n]) for t, r in zip(texts, rows) if not r.finding]) for n in names}
     lines = ["function".ljust(width) + "".join(f" | {n:<{widths[n]}}" for n in names).rstrip()]
     for r, t in zip(rows, texts):
+        if r.finding:  # one finding for the whole row, not the same text in every column
+            lines.append(f"{r.function.ljust(width)} | ✗ {r.finding}")
+            continue
         lines.append((r.function.ljust(width) + "".join(f" | {t[n]:<{widths[n]}}" for n in names)).rstrip())
     lines.append("")
     lines.append(f"points (seed {seed}; finite differences move each Float by h·|x| (h at 0) and h/2·|x|, "
