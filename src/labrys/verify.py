@@ -321,7 +321,7 @@ def _where(exc: LabrysError) -> str:
 
 
 def _short(x: Any) -> str:
-    text = repr(to_python(x) if not isinstance(x, list) else x)
+    text = " ".join(repr(to_python(x) if not isinstance(x, list) else x).split())  # a matrix on one line
     return text if len(text) <= 60 else text[:57] + "..."
 
 

@@ -53,7 +53,7 @@ DRAWS = 4        # draws (of Integers and Floats) the search starts from
 Slot = tuple[tuple[Any, ...], int]   # (path in the argument type, dimension)
 
 _INDEX = re.compile(r"index (-?\d+|\([-\d, ]+\)) out of range for a tensor of size ([\dx]+)")
-_SIZES = re.compile(r"\(([\d, ]*)\) and \(([\d, ]*)\)")
+_SIZES = re.compile(r"\(?((?:\d+\s*,?\s*)+)\)?\s+and\s+\(?((?:\d+\s*,?\s*)+)\)?")
 
 
 @dataclass
