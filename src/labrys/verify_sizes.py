@@ -42,6 +42,7 @@ import numpy as np
 
 from .errors import LabrysError
 from .ir.types import FLOAT, TBase, TSum, TTensor, TTuple, Type
+from .values import Inj
 
 START = 3        # every slot's first size (verify's vectors of 3)
 INTEGERS = 3     # Integers are drawn from 0..INTEGERS
@@ -115,14 +116,8 @@ def draw(t: Type, sizes: dict[Slot, int], floats: np.random.Generator, integers:
             return flat if rank == 1 else np.array(flat, dtype=object).reshape(shape)
         case TSum(a, b):
             left = bool(integers.integers(0, 2))
-            return _inj(left, draw(a if left else b, sizes, floats, integers, path + ("L" if left else "R",)))
+            return Inj(left, draw(a if left else b, sizes, floats, integers, path + ("L" if left else "R",)))
     raise LabrysError(f"cannot make inputs of type {t}")
-
-
-def _inj(left: bool, value: Any) -> Any:
-    from .values import Inj
-
-    return Inj(left, value)
 
 
 def describe(t: Type, names: list[str], sizes: dict[Slot, int]) -> str:
