@@ -97,7 +97,8 @@ def test_a_function_defined_at_no_size_is_a_failure_and_does_not_hang(tmp_path):
 
 def test_every_def_of_the_adbench_bundle_adjustment_is_checked():
     """ba.ks has no main; cameras hold 11 parameters.  Every def is checked at a point."""
-    proc = run(["verify", "src/labrys/adbench/ba.ks", "--backend", "interp", "--points", "1", "--json"])
+    proc = run(["verify", "src/labrys/adbench/ba.ks", "--backend", "interp", "--points", "1", "--json",
+                "--algorithms", "rev,dualfwd"])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     rows = {r["function"]: r for r in json.loads(proc.stdout)}
     text = (ROOT / "src" / "labrys" / "adbench" / "ba.ks").read_text()
@@ -105,6 +106,8 @@ def test_every_def_of_the_adbench_bundle_adjustment_is_checked():
     assert set(rows) == defs
     for name, row in rows.items():
         assert row["ok"] and any(p["status"] == "checked" for p in row["points"]), name
+        assert set(row) - {"function", "ok", "shapes", "points"} <= {"rev", "dualfwd", "agree"}, name
+        assert row["rev"]["ok"] and row["rev"]["checked"] >= 1, name
     assert rows["reproj_err"]["shapes"] == "grown from the errors: cam 11, X 3, feat 3"
     assert rows["ba_objective"]["shapes"].startswith("grown from the errors: cams 3×11")
 
@@ -124,3 +127,14 @@ def test_the_search_is_deterministic_and_reads_only_size_errors():
         tell(np.ones(3))
     except LabrysError as exc:
         assert exc.span is not None  # the search compares errors by message and position
+
+
+def test_verify_checks_only_the_derivations_named():
+    (row,) = verify(labrys.load(INDEXING, backend="interp"), "g12", points=1, only=["fwd", "rev"])
+    assert set(row.cells) == {"fwd", "rev", "agree"} and row.ok and row.cells["agree"].checked >= 1
+    try:
+        verify(labrys.load(INDEXING, backend="interp"), "g12", only=["rev", "nope"])
+    except LabrysError as exc:
+        assert "verify has no derivation nope; it checks fwd, rev" in exc.message
+    else:
+        raise AssertionError("an unknown derivation must be an error")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 import numpy as np
 
@@ -30,25 +30,27 @@ from .ir.types import TTuple, has_function
 from .types.checker import Signature
 from .types.tangent import is_constant_tangent
 from .values import to_python
-from .verify_points import EDGES, random_like, random_value, shapes, tangent_like, with_floats
+from .verify_points import EDGES, random_like, random_value, shapes, tangent_like, tried_text, with_floats
 
 TOL = 1e-6           # relative error allowed beyond the estimated finite-difference error
 AGREE_TOL = 1e-9     # relative to the magnitudes summed, beyond the measured rounding noise
 
 
-def algorithms() -> list[Derivation]:
-    """The derivations verify checks: every implemented forward or reverse one."""
-    return [d for d in REGISTRY if d.implemented and not d.internal and d.convention.direction]
+def algorithms(only: Collection[str] | None = None) -> list[Derivation]:
+    """The derivations verify checks: every implemented forward or reverse one (those named in ``only``)."""
+    return [d for d in REGISTRY if d.implemented and not d.internal and d.convention.direction
+            and (only is None or d.name in only)]
 
 
-def translations() -> list[Derivation]:
+def translations(only: Collection[str] | None = None) -> list[Derivation]:
     """The same-type translations verify checks against f itself (``[CL f]`` computes f)."""
-    return [d for d in REGISTRY if d.implemented and not d.internal and d.convention is SAME_TYPE]
+    return [d for d in REGISTRY if d.implemented and not d.internal and d.convention is SAME_TYPE
+            and (only is None or d.name in only)]
 
 
-def columns() -> list[str]:
+def columns(only: Collection[str] | None = None) -> list[str]:
     """The cells of a row, in the order the table prints them."""
-    return [a.name for a in algorithms()] + [a.name for a in translations()] + ["agree"]
+    return [a.name for a in algorithms(only)] + [a.name for a in translations(only)] + ["agree"]
 
 
 @dataclass
@@ -103,7 +105,8 @@ class Row:
 
 
 def check_function(module: Module, sig: Signature, points: int = 3, tol: float = TOL, seed: int = 0,
-                   edges: bool = True, agree_tol: float = AGREE_TOL, trials: int | None = None) -> Row:
+                   edges: bool = True, agree_tol: float = AGREE_TOL, trials: int | None = None,
+                   only: Collection[str] | None = None) -> Row:
     """Every registered algorithm on one function: at the edge points (every
     Float 0, 1, -1, 1e-8 or 1e4) where the function is finite and smooth, and
     at ``points`` random points (more are drawn when some are skipped)."""
@@ -111,7 +114,7 @@ def check_function(module: Module, sig: Signature, points: int = 3, tol: float =
     row = Row(show_name(sig.name))
     rng = np.random.default_rng(seed)
     f = module.function(sig.name)[sig.arg]
-    algs = algorithms()
+    algs = algorithms(only)
     derived: dict[str, Callable] = {}
     for alg in algs:
         try:
@@ -121,7 +124,7 @@ def check_function(module: Module, sig: Signature, points: int = 3, tol: float =
     for alg in algs:
         row.cells.setdefault(alg.name, Cell(True))
     same: dict[str, Callable] = {}
-    for alg in translations():
+    for alg in translations(only):
         try:
             same[alg.name] = _derived(module, alg.name, sig)
             row.cells[alg.name] = Cell(True)
@@ -129,14 +132,14 @@ def check_function(module: Module, sig: Signature, points: int = 3, tol: float =
             row.cells[alg.name] = Cell(None, detail=_where(exc))
     row.cells["agree"] = Cell(True)
     if has_function(sig.ret):
-        for alg in algs + translations():
+        for alg in algs + translations(only):
             row.cells[alg.name] = Cell(None, detail=f"a function-typed result ({sig.ret}) has no finite differences")
         del row.cells["agree"]
         return row
     try:
         first = random_value(sig.arg, rng)
     except LabrysError as exc:
-        for alg in algs + translations():
+        for alg in algs + translations(only):
             row.cells[alg.name] = Cell(None, detail=str(exc.message))
         del row.cells["agree"]
         return row
@@ -152,7 +155,7 @@ def check_function(module: Module, sig: Signature, points: int = 3, tol: float =
                 break
     if row.points and all(p.status.startswith("f fails at x") for p in row.points):
         row.finding = (f"no point where f is defined: {row.points[-1].status} (the last of {len(row.points)} "
-                       f"points; sizes tried: {_tried(tried)})")
+                       f"points; sizes tried: {tried_text(tried)})")
         if len(derived) <= 1:
             del row.cells["agree"]
         for cell in row.cells.values():
@@ -304,17 +307,6 @@ def _derived(module: Module, derivation: str, sig: Signature) -> Callable:
     return lambda *args: fn(args[0] if len(args) == 1 else tuple(args))
 
 
-def _tried(tried: list[str]) -> str:
-    """"vectors of 3; main's call; vectors of 1, 2, 4": consecutive uniform sizes in one."""
-    out: list[str] = []
-    for what in tried:
-        if what.startswith("vectors of ") and out and out[-1].startswith("vectors of "):
-            out[-1] += ", " + what.removeprefix("vectors of ")
-        else:
-            out.append(what)
-    return "; ".join(out)
-
-
 def _where(exc: LabrysError) -> str:
     where = f" at {exc.span!r}" if exc.span is not None else ""
     return exc.message.split(" does not support ")[-1] + where
@@ -331,7 +323,12 @@ def verify(module: Module, name: str | None = None, progress: Callable[[str], No
 
     Options: ``points`` (random points per function, default 3; ``trials`` is
     the old name), ``seed`` (default 0: the same points every run), ``tol``,
-    ``agree_tol``, ``edges`` (also try the edge points; default True)."""
+    ``agree_tol``, ``edges`` (also try the edge points; default True), ``only``
+    (the names of the derivations to check; default: every one)."""
+    known = {a.name for a in algorithms() + translations()}
+    if options.get("only") is not None and set(options["only"]) - known:
+        raise LabrysError(f"verify has no derivation {', '.join(sorted(set(options['only']) - known))}; "
+                          f"it checks {', '.join(columns()[:-1])}")
     rows = []
     for d in module.program.decls:
         if not isinstance(d, ir.Def) or (name is not None and show_name(d.name) != name):

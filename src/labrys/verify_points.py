@@ -145,3 +145,14 @@ def shapes(module: Any, sig: Any, rng: np.random.Generator, f: Callable[[Any], A
             return
         tried.append(f"vectors of {n}")
         yield f"vectors of {n}", value
+
+
+def tried_text(tried: list[str]) -> str:
+    """"vectors of 3; main's call; vectors of 1, 2, 4": consecutive uniform sizes in one."""
+    out: list[str] = []
+    for what in tried:
+        if what.startswith("vectors of ") and out and out[-1].startswith("vectors of "):
+            out[-1] += ", " + what.removeprefix("vectors of ")
+        else:
+            out.append(what)
+    return "; ".join(out)
