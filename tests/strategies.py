@@ -1031,7 +1031,7 @@ def values(t: Type) -> st.SearchStrategy[Any]:
 def tangent_values(t: Type, like: Any) -> st.SearchStrategy[Any]:
     """Tangent (or cotangent) values for a value ``like`` of type ``t``: Floats in
     [-2, 2] where ``like`` has Floats, ``()`` for Integers and Bools, vectors of the
-    same length (the tangent types of LANGUAGE.md §2)."""
+    same length (the tangent types of docs/reference.md §2)."""
     if t == FLOAT:
         return _floats()
     if t in (INTEGER, BOOL):

@@ -1,5 +1,5 @@
 """CHAD's simplifier (Vákár & Smeding, CHAD, App. B Table 1, the Fig. 6 laws and the
-copower fusion of the implementation guide §8): the simplified output has the shape
+copower fusion that §9's linear layer allows): the simplified output has the shape
 of the paper's Figs 1(c), 1(d), 2(c), 2(d), keeps every backpropagator linear and
 every binder unique, computes what the raw translation computes, and costs less.
 

@@ -59,7 +59,7 @@ def same(a, b, rel=1e-12):
     return a == b
 
 
-# --- 1. the guide's worked example, exact -----------------------------------------------------
+# --- 1. a worked example, exact -------------------------------------------------------------
 
 WORKED = "(def f Float ((x : Float) (y : Float)) (let (z (mul x y)) (add z x)))\n"
 

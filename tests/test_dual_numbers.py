@@ -37,7 +37,7 @@ def ops(fn, *args) -> int:
 # --- Fig. 12: rotate_vec_by_quat -------------------------------------------------------------
 
 Q, V = (1.1, 2.2, 3.3, 4.4), (5.5, 6.6, 7.7)
-# seed-004 guide §7: the paper's values, checked there against finite differences
+# Krawiec et al.'s Fig. 12 (rotate_vec_by_quat): the paper's values, checked against finite differences
 DX = (91.96, 58.08, -77.44, 38.72, 4.84, -24.2, 26.62)
 DY = (-58.08, 91.96, 38.72, 77.44, 33.88, 12.1, 4.84)
 DZ = (77.44, -38.72, 91.96, 58.08, -12.1, 24.2, 24.2)
@@ -78,7 +78,7 @@ def test_rotate_vec_by_quat_every_row(rotate, alg):
 
 def test_fig12_delta_has_38_bindings(rotate):
     """Fig. 12 shows 40 Let bindings, two of them OCaml's `from_float 2.0`; a faithful
-    Fig. 9 translation gives literals (2.0, Zero) and so 38 (guide §7)."""
+    Fig. 9 translation gives literals (2.0, Zero) and so 38."""
     rotate.derive("deltarev", "rotx")((Q, V), 1.0)
     tape = deltas.last_tape()
     assert tape.first == 8 and len(tape.rhs) == 38
@@ -100,7 +100,7 @@ def test_chain_derivative_is_two_to_the_n(alg):
 
 
 def test_deltarev2_blows_up_exponentially_on_shared_lets():
-    """eval₂ walks the Delta as a tree: 2^{n+1} − 1 visits (guide §6)."""
+    """eval₂ walks the Delta as a tree: 2^{n+1} − 1 visits (Krawiec et al. §6)."""
     rev = labrys.load(CHAIN).derive("deltarev2", "chain")
     counts = [ops(rev, (1.0, n), 1.0) for n in (8, 9, 10, 11, 12)]
     ratios = [b / a for a, b in zip(counts, counts[1:])]
@@ -124,7 +124,7 @@ SUMSQ = """
 
 
 def test_deltarev1_costs_input_size_per_operation():
-    """Each ⊕/⊗ costs a = |S|: doubling a quadruples deltarev1, doubles deltarev (guide §6)."""
+    """Each ⊕/⊗ costs a = |S|: doubling a quadruples deltarev1, doubles deltarev (Krawiec et al. §5, §7.4)."""
     m = labrys.load(SUMSQ)
     x = {a: np.linspace(0.5, 1.5, a) for a in (50, 100, 200)}
     naive = [ops(m.derive("deltarev1", "sumsq"), x[a], 1.0) for a in (50, 100, 200)]

@@ -65,7 +65,7 @@ def fib(n: int) -> int:
     return a
 
 
-# --- exact checks (guide §14) ------------------------------------------------------------
+# --- exact checks (hand-computed) --------------------------------------------------------
 
 @pytest.mark.parametrize("alg", STAGES)
 def test_fig1_and_t_ex_values(paper, alg):
@@ -92,7 +92,7 @@ def test_fig15b_the_tape(paper):
 
 
 def test_t_ex_ids(paper):
-    """D³ numbers from 0 (IDs 0..4); D⁵ from 1 (IDs 1..5, i = 3, i' = 6) (guide §14)."""
+    """D³ numbers from 0 (IDs 0..4); D⁵ from 1 (IDs 1..5, i = 3, i' = 6)."""
     for alg, first in (("dualrev3", 0), ("dualrev4", 0), ("dualrev5", 1), ("dualrev", 1), ("dualrevtape", 1)):
         paper.derive(alg, "tex")((2.0, 3.0), 1.0)
         run = last_run()
@@ -182,7 +182,7 @@ def test_eager_partials_use_ieee_arithmetic(paper):
         assert m.derive(alg, "dead")(0.0, 1.0) == 1.0
 
 
-# --- the blow-ups and their fixes (guide §11) ------------------------------------------------
+# --- the blow-ups and their fixes (Smeding & Vákár §5–§9) --------------------------------------------
 
 def test_dualrev1_runs_the_input_backpropagator_two_to_the_n_times(paper):
     for n in range(0, 13):

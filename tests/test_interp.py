@@ -1,5 +1,5 @@
 """The reference interpreter on programs exercising every construct of
-LANGUAGE.md §4 and §7; expected values are hand-computed or from NumPy."""
+docs/reference.md §4 and §7; expected values are hand-computed or from NumPy."""
 from __future__ import annotations
 
 import math

@@ -12,7 +12,7 @@ a. Every program of ``tests/corpus/knossos/*.ks`` (a ``;; ENTRY: name`` line
    - no linear map is left in the optimised fwd/rev bodies;
    - the printed optimised derivative, loaded back with the program, runs
      and gives the same result (AD-MAP requirement 4, "readable").
-b. Golden values of the 2019 Knossos notes' demo (seed-000-knossos.md §12).
+b. Golden values of the demo of Ellis, Peyton Jones & Fitzgibbon's 2019 working notes.
 c. Cost with the op-count meter: rev/primal bounded and flat in n.
 d. Hypothesis: random smooth programs, rev vs finite differences and fwd.
 e. Unsupported constructs are LabrysErrors naming the construct and a

@@ -1,4 +1,4 @@
-"""Every primitive of LANGUAGE.md §5 at every overload it should have.
+"""Every primitive of docs/reference.md §5 at every overload it should have.
 
 Expected values come from hand computation, ``math`` or NumPy — never from
 labrys itself.
@@ -553,7 +553,7 @@ def test_assert():
     ("(print false)", "false"),
     ('(print "hello")', "hello"),
     ('(print "a\\nb\\t\\"c\\"")', 'a\nb\t"c"'),
-    # (print (tuple a b)) is the same call as (print a b) (LANGUAGE.md §3), so a
+    # (print (tuple a b)) is the same call as (print a b) (docs/reference.md §3), so a
     # tuple is printed as a value when it is one of several arguments
     ('(print "t=" (tuple 1.0 2))', "t=(1.0, 2)"),
     ('(print (tuple 1.0 2))', "1.02"),
@@ -674,7 +674,7 @@ def test_identity_hints(hint):
     "(abs (sub -9223372036854775807 1))",
 ])
 def test_integer_is_signed_64_bit(expr):
-    # Integer is a signed 64-bit integer (LANGUAGE.md §2): an overflowing
+    # Integer is a signed 64-bit integer (docs/reference.md §2): an overflowing
     # result may wrap or be reported, but cannot be a value outside the type
     try:
         r = ev(expr)

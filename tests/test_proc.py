@@ -38,7 +38,7 @@ from test_knossos_ad import _check_random_program, coerce
 
 R = FLOAT
 
-# Fig. 22, with its two shorthands written out as the implementation guide says:
+# Fig. 22, with its two shorthands written out:
 # (r1, r2) = Dup r is t = Dup r; (r1, r2) = t, and a two-argument Call takes a pair.
 FIG22 = {
     "y = 5 + 6": ("""

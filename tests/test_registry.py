@@ -280,8 +280,8 @@ def test_every_pass_of_every_algorithm_makes_well_typed_code(path, monkeypatch):
 
 LAYERS = [{"errors", "context", "memory", "util", "version"}, {"ir"}, {"values", "syntax"}, {"types"}, {"prelude"},
           {"opt"}, {"cl"}, {"ad"}, {"backends"},
-          {"api", "transforms", "cost", "verify", "verify_points", "checks", "adbench", "bench", "cli", "__init__",
-           "__main__"}]
+          {"api", "transforms", "cost", "verify", "verify_points", "verify_sizes", "checks", "adbench", "bench", "cli",
+           "__init__", "__main__"}]
 
 
 def _layer(part: str) -> int:

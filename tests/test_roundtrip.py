@@ -530,7 +530,7 @@ def test_non_finite_float_constants_print_to_what_they_mean(x: float) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(st.integers(-2**63, 2**63 - 1))
-def test_integer_literals_roundtrip(k: int) -> None:  # Integer is 64-bit (LANGUAGE.md §2)
+def test_integer_literals_roundtrip(k: int) -> None:  # Integer is 64-bit (docs/reference.md §2)
     assert parse_expr(show_expr(ir.const(k))) == ir.const(k)
 
 
@@ -588,7 +588,7 @@ def test_unusual_identifiers_roundtrip(gp: GenProgram, data: st.DataObject) -> N
 
 
 def test_local_variable_named_like_a_primitive_does_not_hide_it() -> None:
-    """LANGUAGE.md §4: in ``(f e ...)``, ``f`` is a top-level function, a primitive, or a local
+    """docs/reference.md §4: in ``(f e ...)``, ``f`` is a top-level function, a primitive, or a local
     variable *of Lam type*.  A Float local called ``sum`` leaves ``(sum v)`` a call of the primitive
     (older Knossos programs have no first-class functions, so every such call is a call)."""
     m = labrys.load("(def f Float (v : (Vec Float)) (let (sum 1.0) (add sum (sum v))))")

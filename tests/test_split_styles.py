@@ -1,5 +1,5 @@
 """Split reverse mode's two styles (Note [Two styles] in ad/split.py): Fig. 24's
-bindings and Fig. 25's continuations (ad/bog_cps.py, with the guide's fixes:
+bindings and Fig. 25's continuations (ad/bog_cps.py, with the figure's bugs fixed:
 the if's σ bound once as a join point, Σ before σ in build).  They must agree
 with each other, with finite differences and with fwd."""
 from __future__ import annotations

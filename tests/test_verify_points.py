@@ -36,9 +36,12 @@ def test_other_uniform_sizes_are_tried_without_main():
             "  (assert (eq (size v) 2) (mul (index 0 v) (sin (index 1 v)))))\n")
     rows = verify(labrys.load(text, backend="interp"), points=2)
     assert rows[0].shapes == "vectors of 2" and passed(rows)
-    # a program whose sizes nothing satisfies still checks nothing, and fails
+    # a program whose sizes nothing satisfies checks nothing, and fails: f is defined at no point tried
     never = verify(labrys.load(text.replace("(eq (size v) 2)", "(eq (size v) 5)"), backend="interp"), points=1)
-    assert not passed(never) and "nothing checked" in never[0].cells["rev"].detail
+    assert not passed(never) and not never[0].ok
+    assert never[0].finding.startswith("no point where f is defined: f fails at x (assertion failed)")
+    assert "vectors of 3; grown from the errors (stopped: assertion failed" in never[0].finding
+    assert never[0].cells["rev"].ok is False and never[0].cells["rev"].detail == never[0].finding
 
 
 def test_a_wrong_derivative_is_caught_at_the_shapes_of_mains_call():

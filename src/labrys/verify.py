@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 import numpy as np
 
@@ -30,25 +30,27 @@ from .ir.types import TTuple, has_function
 from .types.checker import Signature
 from .types.tangent import is_constant_tangent
 from .values import to_python
-from .verify_points import EDGES, random_like, random_value, shapes, tangent_like, with_floats
+from .verify_points import EDGES, random_like, random_value, shapes, tangent_like, tried_text, with_floats
 
 TOL = 1e-6           # relative error allowed beyond the estimated finite-difference error
 AGREE_TOL = 1e-9     # relative to the magnitudes summed, beyond the measured rounding noise
 
 
-def algorithms() -> list[Derivation]:
-    """The derivations verify checks: every implemented forward or reverse one."""
-    return [d for d in REGISTRY if d.implemented and not d.internal and d.convention.direction]
+def algorithms(only: Collection[str] | None = None) -> list[Derivation]:
+    """The derivations verify checks: every implemented forward or reverse one (those named in ``only``)."""
+    return [d for d in REGISTRY if d.implemented and not d.internal and d.convention.direction
+            and (only is None or d.name in only)]
 
 
-def translations() -> list[Derivation]:
+def translations(only: Collection[str] | None = None) -> list[Derivation]:
     """The same-type translations verify checks against f itself (``[CL f]`` computes f)."""
-    return [d for d in REGISTRY if d.implemented and not d.internal and d.convention is SAME_TYPE]
+    return [d for d in REGISTRY if d.implemented and not d.internal and d.convention is SAME_TYPE
+            and (only is None or d.name in only)]
 
 
-def columns() -> list[str]:
+def columns(only: Collection[str] | None = None) -> list[str]:
     """The cells of a row, in the order the table prints them."""
-    return [a.name for a in algorithms()] + [a.name for a in translations()] + ["agree"]
+    return [a.name for a in algorithms(only)] + [a.name for a in translations(only)] + ["agree"]
 
 
 @dataclass
@@ -95,14 +97,16 @@ class Row:
     cells: dict[str, Cell] = field(default_factory=dict)
     points: list[Point] = field(default_factory=list)
     shapes: str = ""  # where the argument's sizes came from, when not vectors of 3
+    finding: str = ""  # "no point where f is defined: ...": f failed at every point of every size tried
 
     @property
     def ok(self) -> bool:
-        return all(c.ok is not False for c in self.cells.values())
+        return not self.finding and all(c.ok is not False for c in self.cells.values())
 
 
 def check_function(module: Module, sig: Signature, points: int = 3, tol: float = TOL, seed: int = 0,
-                   edges: bool = True, agree_tol: float = AGREE_TOL, trials: int | None = None) -> Row:
+                   edges: bool = True, agree_tol: float = AGREE_TOL, trials: int | None = None,
+                   only: Collection[str] | None = None) -> Row:
     """Every registered algorithm on one function: at the edge points (every
     Float 0, 1, -1, 1e-8 or 1e4) where the function is finite and smooth, and
     at ``points`` random points (more are drawn when some are skipped)."""
@@ -110,7 +114,7 @@ def check_function(module: Module, sig: Signature, points: int = 3, tol: float =
     row = Row(show_name(sig.name))
     rng = np.random.default_rng(seed)
     f = module.function(sig.name)[sig.arg]
-    algs = algorithms()
+    algs = algorithms(only)
     derived: dict[str, Callable] = {}
     for alg in algs:
         try:
@@ -120,7 +124,7 @@ def check_function(module: Module, sig: Signature, points: int = 3, tol: float =
     for alg in algs:
         row.cells.setdefault(alg.name, Cell(True))
     same: dict[str, Callable] = {}
-    for alg in translations():
+    for alg in translations(only):
         try:
             same[alg.name] = _derived(module, alg.name, sig)
             row.cells[alg.name] = Cell(True)
@@ -128,26 +132,36 @@ def check_function(module: Module, sig: Signature, points: int = 3, tol: float =
             row.cells[alg.name] = Cell(None, detail=_where(exc))
     row.cells["agree"] = Cell(True)
     if has_function(sig.ret):
-        for alg in algs + translations():
+        for alg in algs + translations(only):
             row.cells[alg.name] = Cell(None, detail=f"a function-typed result ({sig.ret}) has no finite differences")
         del row.cells["agree"]
         return row
     try:
         first = random_value(sig.arg, rng)
     except LabrysError as exc:
-        for alg in algs + translations():
+        for alg in algs + translations(only):
             row.cells[alg.name] = Cell(None, detail=str(exc.message))
         del row.cells["agree"]
         return row
     sweep = functools.partial(_sweep, row, f, derived, algs, rng, tol, agree_tol, points, edges, same)
     sweep(first, lambda: random_value(sig.arg, rng))
+    tried = ["vectors of 3"]
     if row.points and all(p.status.startswith("f fails at x") for p in row.points):
-        for what, template in shapes(module, sig, rng):  # Note [Shapes the function accepts]
+        for what, template in shapes(module, sig, rng, f, tried):  # Note [Shapes the function accepts]
             before = len(row.points)
             sweep(template, lambda t=template: random_like(t, rng))
             if any(p.status == "checked" for p in row.points[before:]):
                 row.shapes = what
                 break
+    if row.points and all(p.status.startswith("f fails at x") for p in row.points):
+        row.finding = (f"no point where f is defined: {row.points[-1].status} (the last of {len(row.points)} "
+                       f"points; sizes tried: {tried_text(tried)})")
+        if len(derived) <= 1:
+            del row.cells["agree"]
+        for cell in row.cells.values():
+            if cell.ok:
+                cell.fail(row.finding)
+        return row
     reasons = "; ".join(f"{why} ({len(xs)} points)" for why, xs in _skipped(row).items())
     for name, cell in row.cells.items():
         if cell.ok and cell.checked == 0 and name != "agree":
@@ -299,7 +313,7 @@ def _where(exc: LabrysError) -> str:
 
 
 def _short(x: Any) -> str:
-    text = repr(to_python(x) if not isinstance(x, list) else x)
+    text = " ".join(repr(to_python(x) if not isinstance(x, list) else x).split())  # a matrix on one line
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -309,7 +323,12 @@ def verify(module: Module, name: str | None = None, progress: Callable[[str], No
 
     Options: ``points`` (random points per function, default 3; ``trials`` is
     the old name), ``seed`` (default 0: the same points every run), ``tol``,
-    ``agree_tol``, ``edges`` (also try the edge points; default True)."""
+    ``agree_tol``, ``edges`` (also try the edge points; default True), ``only``
+    (the names of the derivations to check; default: every one)."""
+    known = {a.name for a in algorithms() + translations()}
+    if options.get("only") is not None and set(options["only"]) - known:
+        raise LabrysError(f"verify has no derivation {', '.join(sorted(set(options['only']) - known))}; "
+                          f"it checks {', '.join(columns()[:-1])}")
     rows = []
     for d in module.program.decls:
         if not isinstance(d, ir.Def) or (name is not None and show_name(d.name) != name):
@@ -346,6 +365,7 @@ def report(rows: list[Row], names: list[str], as_json: bool = False, seed: int =
 
     if as_json:
         return json.dumps([{"function": r.function, "ok": r.ok, "shapes": r.shapes or "vectors of 3",
+                            **({"finding": r.finding} if r.finding else {}),
                             "points": [{"x": p.x, "step": p.step, "status": p.status} for p in r.points],
                             **{n: {"ok": c.ok, "max_error": c.error, "tolerance": c.tolerance,
                                    "checked": c.checked, "detail": c.detail}
@@ -354,9 +374,12 @@ def report(rows: list[Row], names: list[str], as_json: bool = False, seed: int =
         return "nothing checked: no function takes and returns Floats"
     width = max([len("function")] + [len(r.function) for r in rows])
     texts = [{n: r.cells[n].text() if n in r.cells else "-" for n in names} for r in rows]
-    widths = {n: max([len(n)] + [len(t[n]) for t in texts]) for n in names}
+    widths = {n: max([len(n)] + [len(t[n]) for t, r in zip(texts, rows) if not r.finding]) for n in names}
     lines = ["function".ljust(width) + "".join(f" | {n:<{widths[n]}}" for n in names).rstrip()]
     for r, t in zip(rows, texts):
+        if r.finding:  # one finding for the whole row, not the same text in every column
+            lines.append(f"{r.function.ljust(width)} | ✗ {r.finding}")
+            continue
         lines.append((r.function.ljust(width) + "".join(f" | {t[n]:<{widths[n]}}" for n in names)).rstrip())
     lines.append("")
     lines.append(f"points (seed {seed}; finite differences move each Float by h·|x| (h at 0) and h/2·|x|, "

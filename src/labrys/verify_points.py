@@ -7,14 +7,20 @@ Note [Shapes the function accepts]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 Random arguments have every vector of size 3.  A function whose sizes are
 related (GMM's ``icf`` rows hold d (d + 1) / 2 Floats, where d is the size of
-a data point) fails on every such point: verify would check nothing.  The
-program itself knows sizes that work: the arguments ``main`` passes to the
-function.  So when every uniform-size point fails, verify runs ``main`` on
-the reference interpreter until its first call of the function, keeps that
-argument's shape (its sizes and Integers) and draws Floats afresh within it;
-if ``main`` does not call the function, uniform sizes 1, 2 and 4 are tried.
-``main`` stops at that call (it is not run to the end), so this costs the
-work ``main`` does before it.
+a data point) or large (a bundle-adjustment camera has 11 parameters) fails
+on every such point: verify would check nothing.  So when every
+uniform-size point fails, verify tries, in this order:
+
+1. the arguments ``main`` passes to the function: it runs ``main`` on the
+   reference interpreter until its first call of the function, and keeps
+   that argument's shape (its sizes and Integers), drawing Floats afresh
+   within it.  ``main`` stops at that call (it is not run to the end), so
+   this costs the work ``main`` does before it;
+2. sizes grown from f's own errors (Note [Growing the sizes an error names]
+   in :mod:`labrys.verify_sizes`): this needs no ``main``;
+3. uniform sizes 1, 2 and 4 (an assertion on a size, which no error names).
+
+The first that gives a checked point is kept, and the report names it.
 """
 from __future__ import annotations
 
@@ -24,8 +30,10 @@ import numpy as np
 
 from .cost import sized_value
 from .errors import LabrysError
+from .ir.nodes import Def
 from .ir.types import TTuple, Type
 from .values import Inj, Sparse, to_python
+from .verify_sizes import describe, grow
 
 EDGES = (0.0, 1.0, -1.0, 1e-8, 1e4)  # edge points: every Float set to one of these
 OTHER_SIZES = (1, 2, 4)             # uniform sizes tried after 3 (and main's call) fail
@@ -113,14 +121,38 @@ def argument_from_main(module: Any, sig: Any) -> Any | None:
     return None
 
 
-def shapes(module: Any, sig: Any, rng: np.random.Generator) -> Iterator[tuple[str, Any]]:
+def shapes(module: Any, sig: Any, rng: np.random.Generator, f: Callable[[Any], Any],
+           tried: list[str]) -> Iterator[tuple[str, Any]]:
     """Shapes to retry when every uniform-size-3 point failed (Note [Shapes the function
-    accepts]): (what, template) pairs, main's call first."""
+    accepts]): (what, template) pairs — main's call, then sizes grown from f's errors
+    (Note [Growing the sizes an error names]), then uniform sizes; ``tried`` collects
+    what was tried, and why a search found nothing."""
     from_main = argument_from_main(module, sig)
     if from_main is not None:
+        tried.append("main's call")
         yield "the shapes of main's call", from_main
+    found = grow(f, sig.arg, int(rng.integers(2 ** 32)))
+    names = [p.name for p in sig.decl.params] if isinstance(sig.decl, Def) else ["x"]
+    if found.value is not None:
+        tried.append(f"grown from the errors ({describe(sig.arg, names, found.sizes)})")
+        yield f"grown from the errors: {describe(sig.arg, names, found.sizes)}", found.value
+    elif found.why:
+        tried.append(f"grown from the errors (stopped: {found.why})")
     for n in OTHER_SIZES:
         try:
-            yield f"vectors of {n}", random_value(sig.arg, rng, n)
+            value = random_value(sig.arg, rng, n)
         except LabrysError:
             return
+        tried.append(f"vectors of {n}")
+        yield f"vectors of {n}", value
+
+
+def tried_text(tried: list[str]) -> str:
+    """"vectors of 3; main's call; vectors of 1, 2, 4": consecutive uniform sizes in one."""
+    out: list[str] = []
+    for what in tried:
+        if what.startswith("vectors of ") and out and out[-1].startswith("vectors of "):
+            out[-1] += ", " + what.removeprefix("vectors of ")
+        else:
+            out.append(what)
+    return "; ".join(out)

@@ -1,5 +1,5 @@
 """BOG AD's reverse pass in the continuation style (Ellis et al.'s working notes
-§11, Fig. 25, with the guide's fixes), the second strategy of split mode
+§11, Fig. 25, with three corrections below), the second strategy of split mode
 (:mod:`.bog` is the first, Fig. 24's bindings style):
 
     ∂e : δE, b : B⟦e⟧, σ : δQ  ⊢  ∇r⟦e⟧ ∂e b σ : δQ
@@ -13,7 +13,7 @@ the σ it is given (``x``: ``let ∂x = ∂e in σ``; ``let x = e₁ in e₂``:
 only binds is a plain binding, and a rule that must put σ somewhere else is
 a **frame**, a function from σ to the code around it.
 
-Fig. 25 as printed has three bugs the guide marks (⚠), fixed here:
+Fig. 25 as printed has three bugs, fixed here:
 
 - **if** stores ``(true, b_t)`` or ``(false, b_f)`` but reads ``π₁``/``π₂`` of one
   slot: the BOG is the sum ``Inl b_t | Inr b_f``, as in Fig. 24, and the reverse a

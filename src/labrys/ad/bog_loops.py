@@ -15,8 +15,8 @@ Note [Fold in split mode]
 ~~~~~~~~~~~~~~~~~~~~~~~~~
 The forward pass runs the fold as it is and keeps its initial accumulator,
 its vector and what its λ captures (references: O(1)).  The reverse pass is
-the run-time loop ``rfold`` that Knossos ``rev`` uses (Fig. 15 with the
-guide's fixes): it replays the steps keeping each accumulator, then walks
+the run-time loop ``rfold`` that Knossos ``rev`` uses (Fig. 15, corrected:
+the figure returns s for ds and recurses once per step): it replays the steps keeping each accumulator, then walks
 them backwards, calling the reverse step — the step's own BOG forward pass
 followed by its reverse pass, in one λ.  Each step's primal thus runs three
 times (fold, replay, reverse step): a constant factor, not per-step BOGs kept
@@ -32,12 +32,12 @@ and ``cclTape`` otherwise.  Fig. 19's reverse keeps only the initial state
 and replays the primal from it, applying each step's reverse map to the
 running cotangent as it goes: the reverse maps are applied in *primal*
 order, not reversed, so the result is the gradient only when they commute
-(guide §10) — including their contributions to the captured variables,
+(the condition stated under Fig. 19) — including their contributions to the captured variables,
 ``(∂s, ∂c) ↦ (J_k ∂s, ∂c + K_k ∂s)``: the step ``s + k·c`` commutes,
 ``s · c`` does not.  labrys cannot prove that, so it is the program's
 assertion; without it a ccl gets the tape of its n states (RFold, as for
 ``fold`` and ``nTimes``, Fig. 17).  ``show`` says which each ccl got and why
-(in the title of the reverse pass).  With the fixes the guide marks: the step
+(in the title of the reverse pass).  With two corrections to the figure: the step
 gets its index (the figure's ``revf$f s`` drops it), and the replay is a loop
 (a ``fold`` carrying state, its cotangent and the captured variables'
 summed cotangents), not a recursion.
@@ -146,9 +146,10 @@ def _ccl_commutes(s, v: ir.Expr, rhs: ir.Call) -> bool:
 
 
 def _replay(s, b, step: ir.Lam, inner, acc0: ir.Expr, v: ir.Expr, dv: ir.Expr, keep: list[str]) -> None:
-    """Fig. 19 (guide §10's fixes): the reverse replays the steps in primal order from the
-    kept initial state, applying each step's reverse map to the running cotangent —
-    a ``fold`` over the same indices carrying (state, ∂state, ∂captured): no tape."""
+    """Fig. 19 (corrected: the step gets its index, the replay is a loop): the reverse
+    replays the steps in primal order from the kept initial state, applying each
+    step's reverse map to the running cotangent — a ``fold`` over the same indices
+    carrying (state, ∂state, ∂captured): no tape."""
     t, t_type = step.var, step.var_type
     acc_t, elem_t = t_type.elems
     d_acc = s.fresh("dacc")

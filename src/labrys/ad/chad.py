@@ -1,7 +1,7 @@
 """CHAD — combinatory homomorphic automatic differentiation (Vákár & Smeding, CHAD:
 combinatory homomorphic automatic differentiation, §2, §7, §9, §10): the
 pipelines of ``[chadF f]``/``[chadR f]`` (the translations, one per def, called
-by every caller) and of the user-facing wrappers (guide §7):
+by every caller) and of the user-facing wrappers:
 
     [chadfwd f] (x, dx) = snd ([chadF f] x) • dx         : (S, dS) → dT
     [chadrev f] (x, dt) = snd ([chadR f] x) • dt         : (S, dT) → dS

@@ -1,5 +1,5 @@
-"""CHAD's loops and its last step, as run-time primitives (Vákár & Smeding, CHAD §7
-and the guide's [ext] rule for fold): explicit iterations, never host recursion
+"""CHAD's loops and its last step, as run-time primitives (Vákár & Smeding, CHAD §7,
+and a rule for fold made by the paper's recipe: the paper has no fold): explicit iterations, never host recursion
 proportional to the number of steps (pitfall 12).
 
     (chadFoldR y a0 xs) : Tuple A (Lam dA (Tuple dΓ (Tuple dA (Vec dB))))

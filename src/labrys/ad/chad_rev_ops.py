@@ -1,5 +1,5 @@
-"""chadrev's rules for calls of primitives (Vákár & Smeding, CHAD §7.3 and §10; the
-guide's [ext] rules for our arrays and loops):
+"""chadrev's rules for calls of primitives (Vákár & Smeding, CHAD §7.3 and §10; for
+our arrays and loops, rules made by the paper's recipe):
 
     Rev[Γ] op(t1..tk) = let <xi, xi'> = Rev[Γ] ti in
                         <op(x1..xk), lin v -> let u = DopT(x1..xk; v) in Σ xi' • (proj_i u)>

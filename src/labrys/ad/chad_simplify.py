@@ -25,7 +25,7 @@ The rules of Table 1, rewriting left to right (the lowered IR: ``lin v -> t`` is
     16 sumZero         Σ_i 0 → 0
     17 sumSingleton    the copower fusions below (a copower is a sum of singletons)
 
-and the laws of Fig. 6 that the guide (§8, §9) adds: ``f • 0 → 0`` for a linear f,
+and the laws of Fig. 6 that the simplifier needs beyond Table 1: ``f • 0 → 0`` for a linear f,
 ``fst 0 → 0``, projections commuting with ``+`` and Σ (they are linear), and the
 copower fusions of §8 (``case c of !y ⊗ w -> e``  is ``chadCopowFold (\\p -> e) c``):
 
@@ -36,20 +36,21 @@ copower fusions of §8 (``case c of !y ⊗ w -> e``  is ``chadCopowFold (\\p -> 
 
 Note [Side conditions of the simplifier]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-Table 1 states the rules without side conditions; the guide (§9, pitfalls 1 and 11)
-gives them.  "Occurs once" counts an occurrence under a λ (a linear λ, a loop body,
-a closure) as *many*, so a binding is never moved into code that runs more often —
-except a λ itself, which is a value: moving it costs nothing, and it is then
-β-reduced where it is applied.  Every binder of the translation is fresh, so the
-rewrites are capture-free; the one rule that duplicates a term with binders (a
-copower fold over a sum) renames the copy apart.  ``f • 0 → 0`` is applied only where
-f is known to be linear: a backpropagator or tangent map of the translation (the
-second binder of a ``let <x, x'> = …``) or a linear λ.  The pair rules 12, 13 and 15
-fire only on a literal pair, never by duplicating the shared let-bound work in front
-of it.  Because binders are unique, one substitution map serves the whole sweep (it is
-extended in place, never copied: copying it per binding made a chain of L lets
-cost O(L²)).  The simplifier is recursive, run on the deep-stack worker (Note
-[Deep programs]), and repeats its sweep until the term stops shrinking.
+Table 1 states the rules without side conditions; labrys adds them (a rule must
+neither duplicate work nor break linearity).  "Occurs once" counts an occurrence under
+a λ (a linear λ, a loop body, a closure) as *many*, so a binding is never moved into
+code that runs more often — except a λ itself, which is a value: moving it costs
+nothing, and it is then β-reduced where it is applied.  Every binder of the
+translation is fresh, so the rewrites are capture-free; the one rule that duplicates a
+term with binders (a copower fold over a sum) renames the copy apart.  ``f • 0 → 0``
+is applied only where f is known to be linear: a backpropagator or tangent map of the
+translation (the second binder of a ``let <x, x'> = …``) or a linear λ.  The pair
+rules 12, 13 and 15 fire only on a literal pair, never by duplicating the shared
+let-bound work in front of it.  Because binders are unique, one substitution map
+serves the whole sweep (it is extended in place, never copied: copying it per binding
+made a chain of L lets cost O(L²)).  The simplifier is recursive, run on the
+deep-stack worker (Note [Deep programs]), and repeats its sweep until the term stops
+shrinking.
 """
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Sparse cotangents of vectors whose elements are not reals, for CHAD's run time
-(Vákár & Smeding, CHAD, §9's lowering; the guide's cost source B3).
+(Vákár & Smeding, CHAD, §9's lowering): with dense ones a gather
+``build n (λi. index i xs)`` would cost a one-hot per element, O(n²).
 
 Note [Sparse one-hots of any element type]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~

@@ -21,8 +21,8 @@ Note [Sum cotangents]
 ~~~~~~~~~~~~~~~~~~~~~
 The paper's language has no sums (§11.2 defers them).  We give a sum a *tagged*
 (co)tangent ``Sum R2A R2B``: every cotangent of a sum value has the tag of that
-value, and the zero is the symbolic zero of the run time (the guide's
-``Zero | Inl | Inr`` alternative), so the inactive side never holds garbage.
+value, and the zero is the symbolic zero of the run time (a
+``Zero | Inl | Inr`` cotangent), so the inactive side never holds garbage.
 
 Contexts (§7.1, App. B): the (co)tangent of a context ``x1 : τ1, …, xn : τn`` is
 the unit-based snoc list ``((((), τ1), τ2) …, τn)``; extending Γ by x is always

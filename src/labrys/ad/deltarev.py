@@ -1,5 +1,5 @@
 """deltarev — reverse mode with Delta and explicit sharing (Krawiec et al. §7, §10,
-§11, Figs 9–11 and 15; guide §4–5).
+§11, Figs 9–11 and 15).
 
     Γ ⊢ e : A   ↦   D[Γ] ⊢ D[e] : M D[A]        D[Float] = (Tuple Float Delta)
 

@@ -1,5 +1,5 @@
 """deltarev1 — reverse mode by pairing every real with a whole cotangent of the
-input (Krawiec et al. §5, Figs 5–6; guide §2).
+input (Krawiec et al. §5, Figs 5–6).
 
     Γ ⊢ e : A   ↦   D1[Γ] ⊢ D1[e] : D1[A]        D1[Float] = (Tuple Float (Vec Float))
 

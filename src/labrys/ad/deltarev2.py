@@ -1,5 +1,5 @@
 """deltarev2 — reverse mode with Delta, a symbolic cotangent (Krawiec et al. §6,
-Figs 7–8; guide §3).
+Figs 7–8).
 
     Γ ⊢ e : A   ↦   D2[Γ] ⊢ D2[e] : D2[A]        D2[Float] = (Tuple Float Delta)
 

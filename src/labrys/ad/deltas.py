@@ -8,7 +8,7 @@ flat cotangents (§5).  The wrappers' helpers that use them are in
 
 The generated code (labrys.ad.dualfwd / deltarev1 / deltarev2 / deltarev) only
 *calls* these; each is a primitive entry like any other.  Every evaluator is
-iterative: a tape as long as the primal run is no problem (pitfall P7 of the guide).
+iterative: a tape as long as the primal run is no problem (the Let nest is as deep as the tape).
 """
 from __future__ import annotations
 

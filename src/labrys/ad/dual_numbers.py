@@ -16,7 +16,7 @@ Fig. 9 translates into a state monad ``M A = State → (A, State)`` whose state
 is the list of Delta bindings.  Our IR is strict and evaluates lets, tuples and
 arguments left to right, so ``x ← m; k`` is ``let x = m in k`` and the state
 can live in the run time: ``deltaLet`` appends to the tape of the current run
-(seed-004 guide §4.5, option (b)).  D[e] is then the same program as Fig. 9's
+(as §7.3 realises the state: a mutable tape per run).  D[e] is then the same program as Fig. 9's
 with ``ret`` and ``>>=`` erased, and D[A → B] = D[A] → D[B].  ``deltaLet`` is
 marked impure so the optimiser never moves, drops or merges it.
 

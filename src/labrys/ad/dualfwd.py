@@ -1,4 +1,4 @@
-"""dualfwd — forward mode with dual numbers (Krawiec et al. §4, Figs 3–4; guide §1).
+"""dualfwd — forward mode with dual numbers (Krawiec et al. §4, Figs 3–4).
 
     Γ ⊢ e : A   ↦   Fw[Γ] ⊢ Fw[e] : Fw[A]        Fw[Float] = (Tuple Float Float)
 

@@ -11,7 +11,7 @@ an op's backpropagator is ``λz. StagedCall d1 (∂1·z) +S … +S StagedCall dn
 
 The paper keys the map by the backpropagator itself and notes that this cannot
 be implemented (footnote 18: functions have no order).  labrys's ``dualrev2``
-is the guide's resolver: every backpropagator closure is stamped when it is
+implements a resolver: every backpropagator closure is stamped when it is
 made (``dr2Tag``) with a tag from the run's hidden counter — creation order is
 call-by-value order, so the tags are D³'s IDs (a test checks they coincide) and
 the map is keyed by tag.  Each backpropagator runs at most once; the zeros,

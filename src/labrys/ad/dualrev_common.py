@@ -3,7 +3,7 @@ POPL 2023): the translation and the wrapper.
 
     Γ ⊢ t : τ   ↦   D[Γ] ⊢ D[t] : D[τ]        D[Float] = (Tuple Float image)
 
-The paper's term table (guide §4, Fig. 9) maps every construct homomorphically;
+Smeding & Vákár's term table (Dual-Numbers Reverse AD, Efficiently, §6.2, Fig. 9) maps every construct homomorphically;
 only a Float literal and a Float primitive do anything, and between versions
 only ZERO (a literal's backpropagator), ⊕ and CALL differ.  That is exactly the
 shape of Krawiec et al.'s translation in :mod:`.dual_numbers` (one translation
@@ -47,7 +47,7 @@ def _no_algebra(*_):
 class BPReals(Reals):
     """A version of Smeding & Vákár: ``zero`` is ZERO (a call that draws the literal's
     ID where the version has IDs, P9) and ``build(terms, fresh)`` the op's dual part
-    ``(ID, λz. CALL(j1,d1)(∂1·z) ⊕ … ⊕ CALL(jn,dn)(∂n·z))`` (guide §4)."""
+    ``(ID, λz. CALL(j1,d1)(∂1·z) ⊕ … ⊕ CALL(jn,dn)(∂n·z))`` (§6.2, Fig. 9)."""
     build: Build = _no_algebra
 
     def combine(self, terms: Terms, fresh: FreshNames | None = None) -> ir.Expr:

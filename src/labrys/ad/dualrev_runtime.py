@@ -200,7 +200,7 @@ register_io("drcInputs", "drcGradient", IMAGE,
 
 # --- dualrevtape: the Contribs on a tape (§9.3) -----------------------------------------
 # D[Float] = (Float, Integer): once slot j of the tape holds j's own entry, the Contrib
-# field of a triple is redundant (guide §9), so an entry is a tuple of (ID, ∂) pairs.
+# field of a triple is redundant (§9.3–9.4), so an entry is a tuple of (ID, ∂) pairs.
 # The adjoints live in an array of the reverse pass, apart from the tape (P7).
 
 def _tape_room(run: Run) -> None:

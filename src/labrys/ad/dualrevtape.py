@@ -7,7 +7,7 @@ What changes from :mod:`.dualrev`: the forward monad's state is the counter and
 the staging array (the run's tape); each new ID's entry is written into its slot
 when the ID is made.  With slot j holding j's own entry, the Contrib of a triple
 is redundant, so a dual part is just the ID and an entry a list of (ID, ∂)
-pairs (the guide's optional shrink; footnote 32: a constant factor).  A literal
+pairs (an optional shrink of §9.3's tape; footnote 32: a constant factor).  A literal
 is ``(drtZero)``: an ID with an empty entry; an op ``(drtOp j1 ∂1 … jn ∂n)``.
 The reverse loop is unchanged, with the adjoints in their own array, so a
 forward pass can be swept more than once (P7).  This is Krawiec et al.'s Delta

@@ -1,4 +1,5 @@
-"""K1, the full Jacobian: ∇ of Ellis et al. Fig. 6 (guide: seed-000-knossos.md §6).
+"""K1, the full Jacobian: ∇ of Ellis, Peyton Jones & Fitzgibbon's working notes on automatic
+differentiation (2020), Fig. 6.
 
     Γ ⊢ e : T   ↦   Γ, ∂Γ ⊢ ∇⟦e⟧ : LM dS dT
 

@@ -1,6 +1,6 @@
 """K1, from the Jacobian to derivative code: apply ⊙ (Ellis et al. Fig. 4) and
 reverse apply ⊙ᴿ (Fig. 5), pushed through a ∇-built linear map until no
-linear map is left (guide: seed-000-knossos.md §4, §6.1, §6.2).
+linear map is left (Ellis, Peyton Jones & Fitzgibbon's working notes on automatic differentiation, 2020).
 
     ∂Γ ⊢ M : LM dS dT,  ds : dS   ↦   dΓ ⊢ M ⊙ ds : dT           (Forward)
     ∂Γ ⊢ M : LM dS dT,  dr : dT   ↦   contributions to each ∂x   (Reverse)

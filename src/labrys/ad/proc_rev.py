@@ -1,6 +1,6 @@
 """The reverse translation of the procedure language (Ellis, Peyton Jones &
 Fitzgibbon's working notes §10, Fig. 23, with the Case rule the notes leave
-out, as the implementation guide gives it):
+out, written by the recipe of the other rules):
 
     Γ ⊢ p ⊣ Δ   ↦   Γ ⊢ F⟦p⟧ ⊣ Δ, Υ_p        (forward: p, keeping the tape Υ_p)
                     Δ̄, Υ_p ⊢ R⟦p⟧ ⊣ Γ̄        (reverse: cotangents, statements reversed)
@@ -42,7 +42,7 @@ Note [Zero of a sum]
 The cotangent of ``T₁ ⊕ T₂`` is ``dT₁ ⊕ dT₂``, and ``Const 0`` at that type
 has no canonical tag.  labrys uses ``Inl 0``: R⟦a = Inl b⟧ then gives b̄ = 0
 and R⟦a = Inr b⟧ takes its Inl branch, which also gives b̄ = 0 — zero either
-way, as the guide requires.  A Bool (Note [Bool as a sum] in proc_lang) has
+way, as the cotangent of a value the branch does not use must be.  A Bool (Note [Bool as a sum] in proc_lang) has
 cotangent ``()``, so R of a Case on a Bool ends ``Elim ȳ; x̄ = Const 0``.
 """
 from __future__ import annotations

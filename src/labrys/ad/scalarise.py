@@ -1,5 +1,5 @@
 """Reduce vector arithmetic to build, index, ifold and scalar primitives, for the
-dual-number algorithms of Krawiec et al. (§10.2; guide §5.3).
+dual-number algorithms of Krawiec et al. (§10.2).
 
     Γ ⊢ e : A   ↦   Γ ⊢ scalarise(e) : A          (same type, same value)
 

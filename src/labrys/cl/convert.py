@@ -1,5 +1,5 @@
 """Conversion of the first-order core to CL (Ellis et al. Fig. 10, with the
-implementation guide's fixes), with pruning:
+printed figure's slips corrected), with pruning:
 
     Γ ⊢ e : τ   ↦   C⟦e⟧Γ : T(Γ) ⇒ τ         T(x₁:τ₁ … xₙ:τₙ) = (τ₁ … τₙ)
 

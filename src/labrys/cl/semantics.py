@@ -1,4 +1,4 @@
-"""The semantics of CL (Ellis et al. Fig. 10, with the guide's fixes) as an
+"""The semantics of CL (Ellis et al. Fig. 10, corrected: a projection always gives a tuple) as an
 iterative evaluator: ``t ◇ c``.
 
     t ◇ I = t                       t ◇ P[i₁…iₘ/n] = (π_{i₁,n} t, …, π_{iₘ,n} t)

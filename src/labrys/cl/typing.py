@@ -14,8 +14,7 @@ S ▷ R appends R to the tuple S, so L, B and FOLD need a tuple input (a context
 Note [K and pruning]
 ~~~~~~~~~~~~~~~~~~~~
 Fig. 11 types a constant ``K(k) : () ⇒ τ_k``, which holds only because the
-conversion prunes a constant's context to nothing (``P[/n] ; K(k)``; the
-implementation guide's note on Fig. 11).  labrys keeps the rule as printed:
+conversion prunes a constant's context to nothing (``P[/n] ; K(k)``).  labrys keeps the rule as printed:
 the converter always prunes, and the checker rejects a K on a non-empty
 input — so "every K runs on the empty context" is checked, not assumed.
 

@@ -116,9 +116,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from ..verify import columns, passed, report, verify
 
     with progress(f"verifying {args.file}") as say:
+        only = args.algorithms.split(",") if args.algorithms else None
         rows = verify(load(args.file, backend=args.backend), args.fn, points=args.points, seed=args.seed,
-                      tol=args.tol, progress=say)
-    print(report(rows, columns(), args.json, args.seed))
+                      tol=args.tol, progress=say, only=only)
+    print(report(rows, columns(only), args.json, args.seed))
     return 0 if passed(rows) else 1
 
 
@@ -301,6 +302,8 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--points", "--trials", type=int, default=3, dest="points",
                         help="random points per function, besides the edge points 0, ±1, 1e-8, 1e4 (default 3)")
     verify.add_argument("--seed", type=int, default=0, help="seed of the random points and directions (default 0)")
+    verify.add_argument("--algorithms", metavar="NAMES",
+                        help="check only these derivations (comma-separated, e.g. fwd,rev; default: every one)")
     verify.add_argument("--tol", type=float, default=1e-6,
                         help="relative error allowed beyond the estimated rounding and truncation (default 1e-6)")
     add_backend(verify)

@@ -1,5 +1,5 @@
-"""The laws of linear maps as rewrite rules (Ellis et al. Figs. 2, 4, 5; guide
-§4 R1–R13 and the T column), used to optimise ``[D f]`` and ``R$f`` for the
+"""The laws of linear maps as rewrite rules (Ellis et al. Figs. 2, 4, 5,
+with the transposes of Fig. 5), used to optimise ``[D f]`` and ``R$f`` for the
 pipeline view.
 
     Γ ⊢ m : LM S T   ↦   Γ ⊢ laws(m) : LM S T
@@ -83,7 +83,7 @@ def _law(e: ir.Expr, witness: ir.Expr) -> ir.Expr:
 
 
 def _transpose(m: ir.Expr) -> ir.Expr:
-    """mᵀ by the T column of the guide's §3 table (Fig. 5)."""
+    """mᵀ by the transposes of Fig. 5."""
     t = lambda x: C("lmTranspose", x)  # noqa: E731
     match m:
         case ir.Let(b, rhs, body):

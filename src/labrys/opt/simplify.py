@@ -1,4 +1,4 @@
-"""The optimiser's general-purpose rewrites (guide seed-000 §4, V9–V10):
+"""The optimiser's general-purpose rewrites (the rewrites Ellis, Peyton Jones & Fitzgibbon's working notes assume):
 copy propagation, dead-let elimination, let-floating, tuple/projection
 simplification, zero and unit laws, constant folding, and the sparse-vector
 rules V1/V2/V8.
