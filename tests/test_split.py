@@ -406,3 +406,17 @@ def test_sufrev_on_ntimes_is_a_constant_times_the_primal():
         labrys.grad(mm.newton, argnums=0, method="sufrev")(1.0, n)
         ratios.append((labrys.METER.ops - before) / primal)
     assert max(ratios) / min(ratios) < 1.1, ratios
+
+
+def test_a_parameter_named_like_a_bog_is_not_captured_by_one():
+    """[suffwdpass f] is derived in its own Work, reusing f's single-use form from
+    [sufrev f]'s: the copies of ``b`` (b$1, …) and the BOGs' fresh names (b$N) met, and a
+    call received a BOG for an Integer (LSTM's ``block`` calls, found by verify)."""
+    m = labrys.load("""
+(def g Float ((v : Vec Float) (k : Integer)) (mul (to_float k) (index 0 v)))
+(def f Float ((v : Vec Float) (b : Integer))
+  (add (g v b) (mul (g v b) (g v b))))
+""", backend="interp")
+    dv, db = m.derive("sufrev", "f")((np.array([1.5, 2.0]), 3), 1.0)
+    # f = 3 v0 + (3 v0)²: ∂f/∂v0 = 3 + 18 v0
+    assert np.allclose(dv, [3 + 18 * 1.5, 0.0]) and db == ()

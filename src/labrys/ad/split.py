@@ -72,6 +72,9 @@ def _suf_pass(d: ir.Def, work: Work) -> ir.Def:
 def _halves(d: ir.Def, work: Work) -> tuple[ir.Def, ir.Def, Type]:
     entry = _memo(work, d)  # Note [One split per function]
     if "split" not in entry:
+        # the single-use form may be memoised from another derivation's Work, whose fresh names
+        # this Work's generator has not seen: a BOG named like one of its copies captured it
+        work.fresh.avoid(all_names(d.body) | {p.name for p in d.params})
         entry["split"] = split(d, work.functions, work.fresh, style(work), entry.setdefault("notes", []))
     return entry["split"]
 
