@@ -14,7 +14,7 @@ import labrys
 import labrys.backends.numba_source as numba_source
 from labrys.ir import nodes as ir
 from labrys.ir.traverse import nodes
-from labrys.opt.elementwise import fuse_elementwise
+from labrys.opt.elementwise import VEC_FLOAT, fuse_elementwise
 from labrys.opt.simplify import simplify
 from labrys.types.checker import check_def
 
@@ -44,7 +44,7 @@ def _def(m, name):
 
 def _vector_calls(d):
     return [x for x in nodes(d.body) if isinstance(x, ir.Call) and isinstance(x.func, str)
-            and x.func in ("add", "mul", "div", "neg", "exp", "tanh") and x.type == labrys.ir.types.TTensor(1, labrys.ir.types.FLOAT)]
+            and x.func in ("add", "mul", "div", "neg", "exp", "tanh") and x.type == VEC_FLOAT]
 
 
 def _fused(m, name):
@@ -111,7 +111,7 @@ def test_a_size_mismatch_is_still_an_error_with_a_position():
 
 
 def test_a_let_bound_zero_is_absorbed_by_ts_add():
-    x = ir.Var("x", type=labrys.ir.types.TTensor(1, labrys.ir.types.FLOAT))
+    x = ir.Var("x", type=VEC_FLOAT)
     y = ir.Var("y", type=x.type)
     z = ir.Call("ts_zero", x, type=x.type)
     body = ir.Let("z", z, ir.Call("ts_add", ir.Tuple((ir.Var("z", type=x.type), y), type=None), type=x.type),
