@@ -45,6 +45,7 @@ from .deforest import deforest
 
 VEC_FLOAT = TTensor(1, FLOAT)
 MAX_PASSES = 64  # deforest() calls (each up to its own rounds); a chain fuses one vector per round
+MAX_NODES = 20_000  # a larger def is left as it is: each round walks the whole def
 SKIP = ("ts_add", "ts_scale", "ts_neg")  # tangent sums are sparse-aware; left to their own lowering
 
 
@@ -119,6 +120,8 @@ def _as_operation(e: ir.Expr) -> tuple[ir.Call, tuple[ir.Var, ...]] | None:
 def fuse_elementwise(d: ir.Def, check: Callable[[ir.Def], ir.Def]) -> ir.Def:
     """``d`` with its chains of elementwise vector operations fused into loops
     (Note [Fusing elementwise chains]); ``check`` type-checks a def (raising on an error)."""
+    if any(k > MAX_NODES for k, _ in enumerate(nodes(d.body))):
+        return d
     if not any(_elementwise(x) for x in nodes(d.body)):
         return d
     fresh = fresh_for(d)
