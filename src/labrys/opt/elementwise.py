@@ -116,6 +116,10 @@ def _as_operation(e: ir.Expr) -> tuple[ir.Call, tuple[ir.Var, ...]] | None:
     return ir.Call(body.func, arg, type=VEC_FLOAT, span=e.span), vectors
 
 
+def _lets(d: ir.Def) -> int:
+    return sum(1 for x in nodes(d.body) if isinstance(x, ir.Let))
+
+
 @deep
 def fuse_elementwise(d: ir.Def, check: Callable[[ir.Def], ir.Def]) -> ir.Def:
     """``d`` with its chains of elementwise vector operations fused into loops
@@ -134,11 +138,12 @@ def fuse_elementwise(d: ir.Def, check: Callable[[ir.Def], ir.Def]) -> ir.Def:
         return x
 
     current = ir.Def(d.name, d.ret, d.params, map_bottom_up(anf(d.body, fresh), to_build), span=d.span)
-    for _ in range(MAX_PASSES):
-        new = deforest(current)
-        if new is current:
+    lets = _lets(current)
+    for _ in range(MAX_PASSES):  # deforest renames apart: a pass that fused nothing has as many lets
+        current = deforest(current)
+        if _lets(current) == lets:
             break
-        current = new
+        lets = _lets(current)
 
     def back(x: ir.Expr) -> ir.Expr:
         if isinstance(x, ir.Let) and isinstance(x.binder, str) and (found := _as_operation(x.rhs)):
