@@ -26,6 +26,7 @@ from ..ir.traverse import fresh_for, nodes
 from ..ir.types import FLOAT, INTEGER, TTensor, TTuple, Type
 from ..opt.anf import desugar_map
 from ..opt.deforest import deforest, inline_leaves
+from ..opt.elementwise import fuse_elementwise
 from ..opt.fusion import fuse_loops
 from ..types.checker import Signature, check_def
 from ..types.primitives import Primitive
@@ -48,6 +49,7 @@ _nan = float("nan")
 _inf = float("inf")
 '''
 DECORATOR = '@_njit(cache=_cache, error_model="numpy")'  # _cache and the helpers (numba_runtime): set by cache.py
+LOOP_CALLS = ("build", "sumbuild", "ts_sumbuild", "fold", "rfold")  # lowered as loops, lambdas inline
 BUILTINS_USED = {"float", "range", "abs", "AssertionError", "IndexError", "ValueError", "ZeroDivisionError"}
 MAX_LOOPS = 12  # CPython allows 20 statically nested blocks
 MAX_STATEMENTS = 2000  # Numba's compile time grows faster than linearly with function size
@@ -130,16 +132,21 @@ class NumbaModuleSource(PyModuleSource):
         # plain: no function values beyond a loop's body.  A closure is found across modules by
         # its lambda (key_of in .numba_closures), so a def with closures is not rewritten below.
         plain = not any(lam_types(t) for t in [p.type for p in d.params] + [d.ret])
+        bodies: set[int] = set()  # a loop's (tuple n (lam …)): its lambda is the loop body, not a value
         for k, x in enumerate(nodes(d.body)):
             if isinstance(x, ir.Call) and x.func == "print":
                 raise Orchestration("print", x.span)
             if k > MAX_NODES:
                 raise Unsupported(f"a body of more than {MAX_NODES} nodes", d.span)
-            if plain and not isinstance(x, ir.Lam) and x.type is not None and lam_types(x.type):
+            if isinstance(x, ir.Call) and x.func in LOOP_CALLS and isinstance(x.arg, ir.Tuple):
+                bodies.add(id(x.arg))
+            if plain and not isinstance(x, ir.Lam) and x.type is not None and lam_types(x.type) and not (
+                    id(x) in bodies and all(isinstance(y, ir.Lam) or not lam_types(y.type) for y in x.elems)):
                 plain = False
         d = inline_leaves(d, self.leaf_callee) if plain else d
         d = fuse_loops(self.without_map(eta_loops(d)))  # Note [Fusing sum of build] in labrys.opt.fusion
         d = deforest(d) if plain else d  # Note [Deforesting small vectors] in labrys.opt.deforest
+        d = fuse_elementwise(d, self.checked) if plain else d  # Note [Fusing elementwise chains]
         for p in d.params:
             if not representable(p.type):
                 raise Unsupported(f"parameter {p.name} of type {p.type}", p.span or d.span)
@@ -158,6 +165,9 @@ class NumbaModuleSource(PyModuleSource):
         except LabrysError:
             return None
         return self.hooks.definition(target) if isinstance(target, Signature) else None
+
+    def checked(self, d: ir.Def) -> ir.Def:
+        return check_def(d, self.hooks.functions)
 
     def without_map(self, d: ir.Def) -> ir.Def:
         """(map f v) over a vector as the build it is, so its lambda becomes a loop body."""

@@ -232,7 +232,7 @@ def _deforest_round(e: ir.Expr) -> ir.Expr:
         return e
     uses = _uses(e, builds)
     chosen: dict[str, ir.Call] = {}
-    for name in builds:
+    for name in (n for n in counts.lets if n in builds):  # program order: the same code in every process
         rhs = _build_of(counts.lets[name])
         n = ir.call_args(rhs)[0]
         reads = [u for u in uses[name] if u[0] == "index"]

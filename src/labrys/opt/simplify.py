@@ -54,6 +54,7 @@ class _Simplifier:
         self.tuples: dict[str, ir.Tuple] = {}  # let-bound tuples of atoms
         self.sizes: dict[str, ir.Expr] = {}  # v = (build n ..) / (constVec n x): v ↦ n (atom)
         self.fills: dict[str, ir.Expr] = {}  # v = (constVec n x): v ↦ x (atom)
+        self.zeros: dict[str, ir.Expr] = {}  # v = (ts_zero x): Note [Let-bound zeros]
 
     def go(self, e: ir.Expr, env: dict[str, ir.Expr]) -> ir.Expr:
         match e:
@@ -98,6 +99,8 @@ class _Simplifier:
             elif self.dead(binder) and is_pure(rhs):
                 self.changed = True
             else:
+                if isinstance(binder, str) and isinstance(rhs, ir.Call) and rhs.func == "ts_zero":
+                    self.zeros[binder] = rhs
                 if isinstance(binder, str) and isinstance(rhs, ir.Tuple) and \
                         (all(map(is_atom, rhs.elems)) or self.uses[binder] == 1 and is_pure(rhs)):
                     self.tuples[binder] = rhs
@@ -129,11 +132,31 @@ class _Simplifier:
             known = tuple(self.tuples.get(x.name, x) if isinstance(x, ir.Var) else x for x in e.arg.elems)
             if all(isinstance(x, ir.Tuple) for x in known):
                 e = ir.Call("ts_add", ir.Tuple(known), type=e.type)
+            elif any(isinstance(x, ir.Var) and x.name in self.zeros for x in e.arg.elems):
+                zeroed = tuple(self.zeros.get(x.name, x) if isinstance(x, ir.Var) else x for x in e.arg.elems)
+                new = _rewrite(ir.Call("ts_add", ir.Tuple(zeroed), type=e.type))
+                kept = [x for x, z in zip(e.arg.elems, zeroed) if x is z]  # the operands not zeros
+                if any(new is x for x in kept):
+                    self.changed = True  # Note [Let-bound zeros]: ts_add z y = y, z let-bound
+                    return new
         new = _rewrite(e)
         if new is not e:
             self.changed = True
             return new
         return e
+
+
+# Note [Let-bound zeros]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# After ANF and CSE a zero cotangent is let-bound (``t = ts_zero x``) and the
+# sum that adds it reads a variable: ``ts_add t c``.  The zero laws above look
+# at the argument node itself, so they missed it, and the compiled code made
+# the zeros and then a copy of ``c`` per loop iteration (the LSTM's reverse
+# sweep: a 2l × b zero state and its sum at every time step).  ``zeros`` maps
+# such a variable to its ``ts_zero`` call (binders are unique, the call is
+# pure), the law is tried on the call, and only a result that drops the zero
+# (the other operand, a variable or a constant) is kept; the dead ``t`` then
+# goes with dead-let elimination.
 
 
 def _rewrite(e: ir.Expr) -> ir.Expr:
