@@ -139,6 +139,9 @@ class CompiledBackend(PythonBackend):
         original, concrete, refused = d, self.concrete(d), None
         if isinstance(concrete, str):  # generated anyway: a def that prints still orchestrates
             concrete, refused = None, concrete
+        if concrete is not None and concrete.crossing:  # Note [Recursive BOGs] in labrys.ad.bog_types
+            return self.fall_back(original, f"{concrete.crossing}: not supported by the compiled backend at "
+                                            "its boundary")
         if concrete is not None:  # Note [Concrete BOGs] in labrys.ad.bog_types
             d = concrete.d
         try:
