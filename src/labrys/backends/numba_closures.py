@@ -332,7 +332,8 @@ def type_source(t: Type) -> str:
     if closure_vec(t):
         return "_nt.Array(_nt.int64, 2, 'C')"
     if is_soa(t):
-        return f"_nt.Tuple((_nt.int64, {''.join(type_source(TTensor(1, e)) + ', ' for e in t.elem.elems)}))"
+        from .numba_soa import soa_type_source
+        return soa_type_source(t)
     if isinstance(t, TTensor) and t.elem == INTEGER:
         return f"_nt.Array(_nt.int64, {t.rank}, 'C')"
     return f"_nt.Array(_nt.float64, {array_rank(t)}, 'C')"
