@@ -302,8 +302,8 @@ class Concretiser:
                        for p in d.params)
         ret = self.type(d.ret)
         if self.hit:  # Note [Recursive BOGs]: the lists die with the call
-            why = (f"{show_name(d.name)} takes or returns the BOG of a recursive function, an index into "
-                   "lists that live as long as one compiled call")
+            why = ("its parameters or result hold the BOG of a recursive function, an index into lists that "
+                   "live only as long as one compiled call")
             out = ir.Def(d.name, ret, params, map_bottom_up(d.body, self.node), span=d.span)
             return ConcreteDef(out, [None] * len(d.params), None, why)
         body = map_bottom_up(d.body, self.node)
