@@ -49,6 +49,38 @@ def test_vectors_of_tuples_holding_vectors_compile():
     assert m.ragged(v) == pytest.approx(expected, rel=1e-14)
 
 
+PICK = """
+(def pick Float (v : Vec Float)
+  (sumbuild (size v) (lam (i : Integer)
+    (let (x (index i v))
+      (if (gt x 0.0) (sumbuild 3 (lam (j : Integer) (mul x (mul x (to_float j))))) (sin x))))))
+"""
+
+
+def test_a_sum_whose_slot_holds_a_loops_bogs():
+    """Per-step BOG (Sum (… Vec (Tuple …)) …): rows are written only where the slot is present
+    (an absent slot's placeholder has no rows), so it compiles, with no re-run on python."""
+    from labrys.backends.python import PythonBackend
+    m = labrys.load(PICK, backend="compiled")
+    v = np.array([0.5, -1.0, 2.0, -0.25])
+    on_python = []
+    original = PythonBackend.generate
+
+    def spy(self, d):  # a call re-run on python (Note [Compiled fallback]) generates its python version
+        on_python.append(d.name)
+        return original(self, d)
+    PythonBackend.generate = spy
+    try:
+        got = m.derive("sufrev", "pick")(v, 1.0)
+        negative = m.derive("sufrev", "pick")(-np.abs(v), 1.0)
+    finally:
+        PythonBackend.generate = original
+    # x > 0: Σ_j x² j = 3x², d/dx = 6x; else sin x, d/dx = cos x
+    np.testing.assert_allclose(got, np.where(v > 0, 6 * v, np.cos(v)), rtol=1e-14)
+    np.testing.assert_allclose(negative, np.cos(-np.abs(v)), rtol=1e-14)  # the slot never present
+    assert not m.backend.fallbacks and on_python == []
+
+
 @pytest.mark.skipif(not os.environ.get("LABRYS_SLOW"), reason="compiles GMM's split passes (about a minute "
                     "of Numba on a cold cache): LABRYS_SLOW=1")
 def test_gmm_sufrev_compiles_and_equals_rev():

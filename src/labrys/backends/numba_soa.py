@@ -91,14 +91,18 @@ def rows(t: TTensor, v: str, i: str) -> str:
 
 
 def nested(t: Type) -> bool:
-    """Does t hold a vector of tuples with a vector-of-tuples component (rows)?"""
+    """Does t hold a vector of tuples with a vector-of-tuples component (rows), at any depth?"""
     if isinstance(t, TTuple):
         return any(nested(e) for e in t.elems)
     if isinstance(t, TSum):
         return nested(t.left) or nested(t.right)
     if isinstance(t, TTensor):
-        return (is_soa(t) and any(is_soa(e) or nested(e) for e in components(t.elem))) or nested(t.elem)
+        return _has_rows(t.elem) if is_soa(t) else nested(t.elem)
     return False
+
+
+def _has_rows(e: Type) -> bool:
+    return any(is_soa(c) or (isinstance(c, (TTuple, TSum)) and _has_rows(c)) for c in components(e))
 
 
 def _dtype(e: Type) -> str:
@@ -150,57 +154,76 @@ class SoaMixin:
         size = self.atom(n)
         i = self.mod.fresh("i")
         writes: list[str] = []  # statements after the body's value § (the atom x), per iteration
+        after: list[str] = []   # statements after the loop
+        ragged = '    raise ValueError("a vector of tuples whose inner vectors differ in length")'
 
-        def leaf(path: str, e: Type, rank: int) -> str:
+        def guarded(cond: str | None, lines: list[str]) -> None:
+            """Lines run only where ``cond`` holds (the slot of a sum that is present)."""
+            writes.extend(lines if cond is None else [f"if {cond}:", *("    " + x for x in lines)])
+
+        def leaf(path: str, e: Type, rank: int, cond: str | None) -> str:
             """A column stacking the scalar or array at §{path} over the iterations."""
             col = self.mod.fresh("col")
             if rank == 0:
                 self.emit(f"{col} = _np.empty({size}, {_dtype(e)})")
-            else:  # Note [Rows of structs of arrays]: shaped by the first iteration, checked after
-                self.emit(f"{col} = _np.empty(({'0, ' * (rank + 1)}), {_dtype(e)})")
-                writes.extend([f"if {i} == 0:", f"    {col} = _np.empty(({size},) + §{path}.shape, {_dtype(e)})",
-                               f"elif §{path}.shape != {col}.shape[1:]:",
-                               '    raise ValueError("a vector of tuples whose inner vectors differ in length")'])
-            writes.append(f"{col}[{i}] = §{path}")
+                writes.append(f"{col}[{i}] = §{path}")  # an absent slot's placeholder is a number too
+                return col
+            # Note [Rows of structs of arrays]: shaped by the first row present, checked after; the
+            # rows of an absent sum slot are never read
+            seen = self.mod.fresh("seen")
+            self.emit(f"{col} = _np.empty(({'0, ' * (rank + 1)}), {_dtype(e)})")
+            self.emit(f"{seen} = False")
+            guarded(cond, [f"if not {seen}:", f"    {col} = _np.empty(({size},) + §{path}.shape, {_dtype(e)})",
+                           f"    {seen} = True", f"elif §{path}.shape != {col}.shape[1:]:", ragged,
+                           f"{col}[{i}] = §{path}"])
+            after.extend([f"if not {seen}:", f"    {col} = _np.zeros(({size}, {'0, ' * rank}), {_dtype(e)})"])
             return col
 
-        def of_tuple(et: Type, path: str) -> list[str]:
-            """Columns of the tuple value at §{path} (an element)."""
+        def both(cond: str | None, more: str) -> str:
+            return more if cond is None else f"({cond}) and ({more})"
+
+        def of_tuple(et: Type, path: str, cond: str | None) -> list[str]:
+            """Columns of the tuple (or tagged sum) value at §{path} (an element)."""
             parts = []
             for k, e in enumerate(components(et)):
                 p = f"{path}[{k}]"
+                c = cond if not isinstance(et, TSum) or k == 0 else \
+                    both(cond, f"§{path}[0]" if k == 1 else f"not §{path}[0]")
                 if is_soa(e):
-                    parts.append(of_struct(e, p, 1))
+                    parts.append(of_struct(e, p, 1, c))
                 elif isinstance(e, (TTuple, TSum)):
-                    parts.append(_tuple([size, *of_tuple(e, p)]))
+                    parts.append(_tuple([size, *of_tuple(e, p, c)]))
                 else:
-                    parts.append(leaf(p, e, column_rank(e, 0)))
+                    parts.append(leaf(p, e, column_rank(e, 0), c))
             return parts
 
-        def of_struct(vt: TTensor, path: str, depth: int) -> str:
+        def of_struct(vt: TTensor, path: str, depth: int, cond: str | None) -> str:
             """The struct of arrays at §{path} (``depth`` nested vectors) stacked one rank up."""
-            m = self.mod.fresh("m")
+            m, seen = self.mod.fresh("m"), self.mod.fresh("seen")
             self.emit(f"{m} = 0")
-            writes.extend([f"if {i} == 0:", f"    {m} = §{path}[0]", f"elif §{path}[0] != {m}:",
-                           '    raise ValueError("a vector of tuples whose inner vectors differ in length")'])
+            self.emit(f"{seen} = False")
+            guarded(cond, [f"if not {seen}:", f"    {m} = §{path}[0]", f"    {seen} = True",
+                           f"elif §{path}[0] != {m}:", ragged])
             parts = [m]
             for k, e in enumerate(components(vt.elem)):
                 p = f"{path}[{k + 1}]"
                 if is_soa(e):
-                    parts.append(of_struct(e, p, depth + 1))
+                    parts.append(of_struct(e, p, depth + 1, cond))
                 elif isinstance(e, (TTuple, TSum)):
-                    parts.append(of_struct(TTensor(1, e), p, depth))
+                    parts.append(of_struct(TTensor(1, e), p, depth, cond))
                 else:
-                    parts.append(leaf(p, e, column_rank(e, depth)))
+                    parts.append(leaf(p, e, column_rank(e, depth), cond))
             return _tuple(parts)
 
-        value = _tuple([size, *of_tuple(vt.elem, "")])
+        value = _tuple([size, *of_tuple(vt.elem, "", None)])
         self.emit(f"for {i} in range({size}):")
         inner = self.indented()
         inner.emit(f"{inner.mod.bind(inner.env, lam.var)} = {i}")
         x = inner.atom(lam.body)
         for line in writes:
             inner.emit(line.replace("§", x))
+        for line in after:
+            self.emit(line)
         self.emit(f"{t} = {value}")
 
 
