@@ -44,8 +44,11 @@ outer vector reads the rows ``(m, col[i], …)``: a plain struct of arrays of
 the inner vector, views and no copies, on which ``index``, ``size`` and
 ``fold`` work as on any other.  A ``build`` with vector components (a Float
 vector's column is an (n, d) array; a rows component as above) allocates
-those columns when its first iteration gives their shape and checks every
-later one against it.  Such vectors live inside compiled code only: a def
+those columns when the first iteration that has them gives their shape and
+checks every later one against it; under a sum's slot (a per-step BOG of an
+``if``) only the iterations where that slot is present write — the absent
+slot holds an empty placeholder and is never read — and a column no
+iteration wrote is n empty rows.  Such vectors live inside compiled code only: a def
 whose parameters or result hold one runs on ``python`` (its values would
 need converting row by row).
 """
