@@ -41,12 +41,32 @@ assertion; without it a ccl gets the tape of its n states (RFold, as for
 gets its index (the figure's ``revf$f s`` drops it), and the replay is a loop
 (a ``fold`` carrying state, its cotangent and the captured variables'
 summed cotangents), not a recursion.
+
+Note [ccl's numerical check]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+The assertion can be false, and then the replay's result is silently not the
+gradient.  So the reverse pass checks it at every call, where it has the real
+values: on the ccl's first ``min(n, 3)`` steps (from the real initial state,
+with the real captured values and the real incoming cotangent), it runs both
+Fig. 19's replay and the tape's reverse (RFold, Fig. 17) and compares their
+cotangents of the initial state and the captured variables as one vector:
+``‖a − b‖ ≤ 10⁻⁶ · √(‖a‖² + ‖b‖²)``, a norm-wise relative test that the two
+orders' rounding cannot fail (an element-wise one would, where a cotangent
+cancels to nearly zero).  A gap is a run-time error at the ccl
+(``cclCheck``), on every backend (compiled code raises, and the call is re-run
+on ``python`` to report it, Note [Compiled fallback]).  The check costs a
+constant: three steps twice and a tape of three states, whatever n; steps
+that commute on those three but not later are not caught — it tests the
+assertion, it does not prove it.  Without the assertion a ccl keeps the tape
+(always right), so the O(1)-memory reverse's result is used only when the
+program asserts commutativity *and* the check passes.
 """
 from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.build import C, V
 from ..ir.types import FLOAT, INTEGER, TBogOf, TTensor, TTuple
+from ..prelude.loops import CCL_CHECK_STEPS
 from ..types.tangent import tangent_type
 from .suf import unsupported
 
@@ -107,8 +127,22 @@ def fold(s, b, binder, rhs: ir.Call, f: str, arg: ir.Tuple) -> None:
     if s.constant_type(acc0.type) and s.constant_type(v.type) and not keep:
         return
     dv = s.atom_cot(b, binder)
-    if _ccl_commutes(s, v, rhs):
-        return _replay(s, b, step, inner, acc0, v, dv, keep)
+    where = _ccl_commutes(s, v, rhs)
+    if where:
+        return _replay(s, b, step, inner, acc0, v, dv, keep, where[1] or rhs.span)
+    czero = ir.Tuple(tuple(s.zero(b, V(x), s.types[x]) for x in keep))
+    d_a, d_v, d_c = s.fresh("da"), s.fresh("dv"), s.fresh("dc")
+    b.cur.append(((d_a, d_v, d_c), C("rfold", step, _reverse_step(s, step, inner, keep), acc0, v, dv, czero)))
+    s.give(b, acc0, V(d_a))
+    s.give(b, v, V(d_v))
+    for k, x in enumerate(keep):
+        s.give(b, V(x), ir.Get(k + 1, len(keep), V(d_c)))
+
+
+def _reverse_step(s, step: ir.Lam, inner, keep: list[str]) -> ir.Lam:
+    """RFold's reverse step: ((acc, elem), ∂acc') ↦ (∂acc, ∂elem, ∂captured), the step's
+    split (its forward bindings, then its reverse) in one λ."""
+    t, t_type = step.var, step.var_type
     d_acc = s.fresh("dacc")
     s.types[d_acc] = tangent_type(t_type.elems[0])
     grads = s.reverse(inner, V(d_acc), None, [t] + keep, unpack=False)
@@ -119,33 +153,28 @@ def fold(s, b, binder, rhs: ir.Call, f: str, arg: ir.Tuple) -> None:
     pair = s.fresh("tdr")
     pair_t = TTuple((t_type, tangent_type(t_type.elems[0])))
     body = ir.Let((t, d_acc), V(pair), s.forward_bindings(inner, ir.Let(got, grads, result)))
-    step_rev = ir.Lam(pair, pair_t, body)
-    czero = ir.Tuple(tuple(s.zero(b, V(x), s.types[x]) for x in keep))
-    d_a, d_v, d_c = s.fresh("da"), s.fresh("dv"), s.fresh("dc")
-    b.cur.append(((d_a, d_v, d_c), C("rfold", step, step_rev, acc0, v, dv, czero)))
-    s.give(b, acc0, V(d_a))
-    s.give(b, v, V(d_v))
-    for k, x in enumerate(keep):
-        s.give(b, V(x), ir.Get(k + 1, len(keep), V(d_c)))
+    return ir.Lam(pair, pair_t, body)
 
 
-def _ccl_commutes(s, v: ir.Expr, rhs: ir.Call) -> bool:
-    """Is this fold a ccl whose steps the program asserts commute?  Says which
-    reverse a ccl gets, and why, in ``s.notes`` (``show``)."""
+def _ccl_commutes(s, v: ir.Expr, rhs: ir.Call) -> tuple | None:
+    """Is this fold a ccl whose steps the program asserts commute (then ``(True, the
+    ccl's span)``)?  Says which reverse a ccl gets, and why, in ``s.notes`` (``show``)."""
     mark = s.ccl.get(s.alias.get(v.name, v.name)) if isinstance(v, ir.Var) else None
     if mark is None:
         return False
     commutes, span = mark
     where = f" at {span.line}:{span.col}" if span is not None else ""
     s.notes.append(f"ccl{where}: " + (
-        "Fig. 19's O(1)-memory reverse (replays the primal; the program asserts that the steps commute)"
+        "Fig. 19's O(1)-memory reverse (replays the primal; the program asserts that the steps commute, "
+        f"checked at every call against the tape on the first {CCL_CHECK_STEPS} steps)"
         if commutes else
         "the tape of its n states (Fig. 17); Fig. 19's O(1)-memory reverse is right only for steps that "
         "commute: assert it with (ccl n s0 f true)"))
-    return commutes
+    return mark if commutes else None
 
 
-def _replay(s, b, step: ir.Lam, inner, acc0: ir.Expr, v: ir.Expr, dv: ir.Expr, keep: list[str]) -> None:
+def _replay(s, b, step: ir.Lam, inner, acc0: ir.Expr, v: ir.Expr, dv: ir.Expr, keep: list[str],
+            span) -> None:
     """Fig. 19 (corrected: the step gets its index, the replay is a loop): the reverse
     replays the steps in primal order from the kept initial state, applying each
     step's reverse map to the running cotangent — a ``fold`` over the same indices
@@ -168,8 +197,30 @@ def _replay(s, b, step: ir.Lam, inner, acc0: ir.Expr, v: ir.Expr, dv: ir.Expr, k
                          ir.Let(t, ir.Tuple((V(acc), V(elem))),
                                 s.forward_bindings(inner, ir.Let(got, grads, result)))))
     czero = ir.Tuple(tuple(s.zero(b, V(x), s.types[x]) for x in keep))
+    replay = ir.Lam(carried, state_t, body)
+    _check(s, b, step, inner, acc0, v, dv, keep, replay, czero, span)
     end, d_a, d_c = s.fresh("s"), s.fresh("da"), s.fresh("dc")
-    b.cur.append(((end, d_a, d_c), C("fold", ir.Lam(carried, state_t, body), ir.Tuple((acc0, dv, czero)), v)))
+    b.cur.append(((end, d_a, d_c), C("fold", replay, ir.Tuple((acc0, dv, czero)), v)))
     s.give(b, acc0, V(d_a))
     for k, x in enumerate(keep):
         s.give(b, V(x), ir.Get(k + 1, len(keep), V(d_c)))
+
+
+def _check(s, b, step: ir.Lam, inner, acc0: ir.Expr, v: ir.Expr, dv: ir.Expr, keep: list[str],
+           replay: ir.Lam, czero: ir.Tuple, span) -> None:
+    """Note [ccl's numerical check]: both reverses on the first few steps, compared."""
+    k, j, few = s.fresh("k"), s.fresh("j"), s.fresh("few")
+    steps = ir.Const(CCL_CHECK_STEPS, INTEGER)
+    b.cur.append((k, ir.If(C("lt", C("size", v), steps), C("size", v), steps)))
+    b.cur.append((few, C("build", V(k), ir.Lam(j, INTEGER, C("index", V(j), v)))))
+    end, da1, dc1 = s.fresh("s"), s.fresh("da"), s.fresh("dc")
+    b.cur.append(((end, da1, dc1), C("fold", replay, ir.Tuple((acc0, dv, czero)), V(few))))
+    da2, dv2, dc2 = s.fresh("da"), s.fresh("dv"), s.fresh("dc")
+    b.cur.append(((da2, dv2, dc2), C("rfold", step, _reverse_step(s, step, inner, keep), acc0, V(few), dv, czero)))
+    one, two, gap = s.fresh("r"), s.fresh("t"), s.fresh("gap")
+    b.cur.append((one, ir.Tuple((V(da1), V(dc1)))))
+    b.cur.append((two, ir.Tuple((V(da2), V(dc2)))))
+    b.cur.append((gap, C("ts_add", V(one), C("ts_neg", V(two)))))
+    size2 = C("add", C("ts_dot", V(one), V(one)), C("ts_dot", V(two), V(two)))
+    check = ir.Call("cclCheck", ir.Tuple((C("ts_dot", V(gap), V(gap)), size2)), span=span)
+    b.cur.append((s.fresh("ok"), ir.Assert(check, ir.Tuple(()), span=span)))

@@ -2,7 +2,8 @@
 BOGs] in :mod:`labrys.ad.bog`), packed and opened by two primitives."""
 from __future__ import annotations
 
-from ..ir.types import BOG, TBogOf, TLam, Type
+from ..errors import LabrysError
+from ..ir.types import BOG, INTEGER, TBogOf, TLam, Type
 from ..types.primitives import args_of, primitive, spread
 
 
@@ -15,6 +16,20 @@ def _open_type(t: Type) -> Type | None:
     if ab and ab[0] == BOG and isinstance(ab[1], TLam) and ab[1].arg == ab[1].res:
         return ab[1].res
     return None
+
+
+def _read_type(t: Type) -> Type | None:
+    ab = args_of(t, 2)
+    if ab and ab[0] == INTEGER and isinstance(ab[1], TLam) and ab[1].arg == ab[1].res:
+        return ab[1].res
+    return None
+
+
+def _compiled_only(t: Type):
+    def refuse(*_):
+        raise LabrysError("bogPush/bogRead run on the compiled backend only (Note [Recursive BOGs] in "
+                          "labrys.ad.bog_types)")
+    return refuse
 
 
 class Bog:
@@ -35,3 +50,11 @@ primitive("bogPack", lambda t: TBogOf(t), lambda t: Bog,
 primitive("bogOpen", _open_type, lambda t: spread(lambda b, w: b.value),
           "(bogOpen b (lam (w : B) w)): the BOG b as its structure type B (split reverse mode).", _one,
           nondiff=True)
+# Note [Recursive BOGs] in .bog_types: a recursive function's BOG on the compiled backend is
+# an index into a list of per-activation records; only the compiled backend makes these calls
+primitive("bogPush", lambda t: INTEGER, _compiled_only,
+          "(bogPush r): append the record r of a recursive function's BOG to its list; its index "
+          "(split reverse mode, compiled backend).", _one, nondiff=True)
+primitive("bogRead", _read_type, _compiled_only,
+          "(bogRead k (lam (w : B) w)): the record at index k of the list of B records "
+          "(split reverse mode, compiled backend).", _one, nondiff=True)

@@ -24,14 +24,43 @@ structure is a finite type of nested tuples, sums (``if``) and vectors
 compiles like any def: tuples stay tuples, a sum a tagged tuple, and a
 loop's vector of (result, BOG) pairs a struct of arrays — one array per
 component of the per-step BOG, n elements each (Note [Struct of arrays]).
-A recursive f's BOG holds its own BOG, a type of unbounded size: such defs
-(and their callers) are refused with the reason, and run on ``python``.
+A recursive f's BOG holds its own BOG, a type of unbounded size: Note
+[Recursive BOGs].
 
 At the boundary (a BOG returned to Python, or passed back in) the value is
 the same opaque :class:`.bog_runtime.Bog` box every backend uses: the compiled
 representation is boxed on the way out and unboxed on the way in
 (:meth:`Concretiser.unboxer`, :meth:`Concretiser.reboxer`), so a BOG made on
 one backend can be read on another.
+
+Note [Recursive BOGs]
+~~~~~~~~~~~~~~~~~~~~~
+A recursive f's BOG holds its callee's BOG, which holds its callee's, and so
+on: in Numba's types (no recursive tuples) it needs an indirection.  Two were
+possible: a stack (the forward pass pushes each activation's BOG, the reverse
+pass pops them) or a tape (the forward pass appends each activation's record
+to a list, the BOG is the record's index, the reverse pass reads it back).
+The stack fits split mode's order only when every BOG is consumed LIFO, which
+is true of ``[sufrev f]`` but not of what a program may do with
+``[suffwdpass f]``'s results (keep two BOGs, run the reverse of the first one
+first, run one reverse pass twice); the tape needs no such argument and
+matches the BOG's meaning, a reference to what the reverse pass reads.  So a
+*taped* function — one whose BOG structure reaches its own BOG again through
+callees' BOGs (self or mutual recursion; :meth:`Concretiser.taped`) — has
+the concrete BOG ``Integer``: ``bogPack`` of its record becomes ``(bogPush
+r)`` (append, return the index) and ``bogOpen`` becomes ``(bogRead k (lam (w
+: R) w))``, R its record type, whose inner BOGs of taped functions are again
+indices.  The records live in the compiled module's heap — the typed lists
+that already hold closures' environments (Note [Defunctionalisation] in
+labrys.backends.numba_closures): one list per record type, fresh for each
+call from Python, so a BOG's memory is freed when the call that made it
+returns, and a depth-n recursion keeps n records (a non-taped function's BOG
+is unchanged: a finite structure, no list).  Reading is O(1); a record is
+never mutated, so reading one twice is fine.  A taped BOG cannot leave the
+call that made it (its list dies with the call): a def whose parameters or
+result hold one — ``[suffwdpass f]`` or ``[sufrevpass f]`` called from
+Python — runs on ``python`` with a note, while ``[sufrev f]``, the default
+gradient and every caller that runs both passes inside one call compile.
 """
 from __future__ import annotations
 
@@ -41,9 +70,9 @@ from typing import Any, Callable
 
 from ..errors import LabrysError
 from ..ir import nodes as ir
-from ..ir.names import DerivedName, show_name
+from ..ir.names import DerivedName, erase_types, show_name
 from ..ir.traverse import map_bottom_up, nodes
-from ..ir.types import BOG, TBase, TBogOf, TLam, TSum, TTensor, TTuple, Type
+from ..ir.types import BOG, INTEGER, TBase, TBogOf, TLam, TSum, TTensor, TTuple, Type
 from ..types.checker import Signature
 from ..values import Inj, dense, make_vec
 from .bog_calls import pass_name
@@ -63,6 +92,7 @@ class ConcreteDef:
     d: ir.Def
     unbox: list        # per parameter: Python value (Bog boxes) -> value of the concrete type, or None
     rebox: Callable | None  # result of the concrete type -> Python value with Bog boxes, or None
+    crossing: str | None = None  # why its parameters or result cannot cross into Python (Note [Recursive BOGs])
 
 
 def mentions_bog(t: Type) -> bool:
@@ -96,6 +126,9 @@ class Concretiser:
         self.memo: dict = {}       # ("fn", f, S) -> C(B_f)
         self.active: list = []     # fn keys being expanded: meeting one again is recursion
         self.types: dict[int, tuple[Type, Type]] = {}  # id(t) -> (t, C(t))
+        self.tapes: dict = {}      # fn key -> whether its BOG is taped (Note [Recursive BOGs])
+        self.own: Type | None = None  # the record type of the taped function whose pass is being rewritten
+        self.hit = False           # a taped BOG was met (set while converting parameters and result)
 
     # --- types ------------------------------------------------------------------------
     def expand(self, t: TBogOf) -> Type:
@@ -130,7 +163,11 @@ class Concretiser:
         match t:
             case TBogOf():
                 if isinstance(t.of, Type):
-                    return self.type(t.of)
+                    inner = self.type(t.of)
+                    if self.own is not None and inner == self.own:  # Note [Recursive BOGs]
+                        self.hit = True
+                        return INTEGER
+                    return inner
                 return self.function(t.of)
             case TBase("BOG"):
                 raise NotConcrete("a BOG whose structure is not known (a hand-written pass of type BOG)")
@@ -145,6 +182,9 @@ class Concretiser:
         return t
 
     def function(self, key) -> Type:
+        if self.taped(key):  # Note [Recursive BOGs]: an index into its list of records
+            self.hit = True
+            return INTEGER
         if key in self.memo:
             return self.memo[key]
         if key in self.active:
@@ -160,8 +200,77 @@ class Concretiser:
         self.memo[key] = out
         return out
 
+    # --- recursion (Note [Recursive BOGs]) --------------------------------------------
+    @staticmethod
+    def keys_in(t: Type) -> list:
+        """The functions whose BOGs the structure t holds directly (a loop's or a branch's
+        BOG included, not the callees' own)."""
+        found, stack = [], [t]
+        while stack:
+            x = stack.pop()
+            if isinstance(x, TBogOf):
+                if isinstance(x.of, Type):
+                    stack.append(x.of)
+                else:
+                    found.append(x.of)
+            elif isinstance(x, TTuple):
+                stack.extend(x.elems)
+            elif isinstance(x, TSum):
+                stack += [x.left, x.right]
+            elif isinstance(x, TTensor):
+                stack.append(x.elem)
+            elif isinstance(x, TLam):
+                stack += [x.arg, x.res]
+        return found
+
+    def taped(self, key) -> bool:
+        """Whether f's BOG holds, through its callees' BOGs, f's own BOG again."""
+        if key not in self.tapes:
+            seen: set = set()
+            stack = list(self.keys_in(self.expand(TBogOf(key))))
+            while stack and key not in seen:
+                k = stack.pop()
+                if k not in seen:
+                    seen.add(k)
+                    stack.extend(self.keys_in(self.expand(TBogOf(k))))
+            self.tapes[key] = key in seen
+        return self.tapes[key]
+
+    def own_record(self, d: ir.Def) -> Type | None:
+        """The record type R of the taped function whose split pass d is (None: d is not one)."""
+        name = d.name
+        if not (isinstance(name, DerivedName) and name.derivation in ("suffwdpass", "sufrevpass")):
+            return None
+        forward = name.derivation == "suffwdpass"
+        tag = (d.ret.elems[1] if isinstance(d.ret, TTuple) and len(d.ret.elems) == 2 else None) if forward \
+            else (d.params[1].type if len(d.params) == 2 else None)
+        if not isinstance(tag, TBogOf) or not isinstance(tag.of, Type):
+            return None
+        base = erase_types(name.base)
+        for key in self.keys_reachable(tag.of):
+            if key[1] != base or (forward and key[2] != d.params[0].type) or not self.taped(key):
+                continue
+            behind = self.expand(TBogOf(key))
+            if (behind.of if isinstance(behind, TBogOf) else behind) == tag.of:
+                return self.type(tag.of)
+        return None
+
+    def keys_reachable(self, t: Type) -> list:
+        seen, order, stack = set(), [], list(self.keys_in(t))
+        while stack:
+            k = stack.pop()
+            if k not in seen:
+                seen.add(k)
+                order.append(k)
+                stack.extend(self.keys_in(self.expand(TBogOf(k))))
+        return order
+
     # --- defs -------------------------------------------------------------------------
     def node(self, x: ir.Expr) -> ir.Expr:
+        if isinstance(x, ir.Call) and x.func in PACKING and self.own is not None:
+            taped = self.tape_call(x)
+            if taped is not None:
+                return taped
         if isinstance(x, ir.Call) and x.func in PACKING:
             return x.arg.elems[0] if x.func == "bogOpen" else x.arg
         changes: dict[str, Any] = {}
@@ -173,11 +282,32 @@ class Concretiser:
             changes["sum_type"] = self.type(x.sum_type)
         return dataclasses.replace(x, **changes) if changes else x
 
+    def tape_call(self, x: ir.Call) -> ir.Expr | None:
+        """A pack or open of the own record: ``bogPush``/``bogRead`` (Note [Recursive BOGs])."""
+        if x.func == "bogPack":
+            if x.arg.type != self.own:
+                return None
+            return ir.Call("bogPush", x.arg, type=INTEGER, span=x.span)
+        bog, witness = x.arg.elems
+        if self.type(x.type) != self.own:
+            return None
+        lam = ir.Lam(witness.var, self.own, ir.Var(witness.var, type=self.own), type=TLam(self.own, self.own))
+        return ir.Call("bogRead", ir.Tuple((bog, lam), type=TTuple((INTEGER, lam.type))), type=self.own,
+                       span=x.span)
+
     def define(self, d: ir.Def) -> ConcreteDef:
+        self.own = self.own_record(d)
+        self.hit = False
         params = tuple(dataclasses.replace(p, type=self.type(p.type)) if mentions_bog(p.type) else p
                        for p in d.params)
+        ret = self.type(d.ret)
+        if self.hit:  # Note [Recursive BOGs]: the lists die with the call
+            why = ("its parameters or result hold the BOG of a recursive function, an index into lists that "
+                   "live only as long as one compiled call")
+            out = ir.Def(d.name, ret, params, map_bottom_up(d.body, self.node), span=d.span)
+            return ConcreteDef(out, [None] * len(d.params), None, why)
         body = map_bottom_up(d.body, self.node)
-        out = ir.Def(d.name, self.type(d.ret), params, body, span=d.span)
+        out = ir.Def(d.name, ret, params, body, span=d.span)
         return ConcreteDef(out, [self.unboxer(p.type) for p in d.params], self.reboxer(d.ret))
 
     # --- the boundary -----------------------------------------------------------------

@@ -45,7 +45,7 @@ from ..values import dense, make_vec
 from .boundary import fast_entry
 from .cache import compiled_function
 from .closure_boundary import Boundary, closure_entry
-from .numba_soa import soa_from_machine, soa_numba_type, soa_to_machine
+from .numba_soa import nested, soa_from_machine, soa_numba_type, soa_to_machine
 from .numba_source import NumbaModuleSource
 from .numba_sums import sum_from_machine, sum_to_machine
 from .numba_tape import NeedsTape
@@ -139,8 +139,14 @@ class CompiledBackend(PythonBackend):
         original, concrete, refused = d, self.concrete(d), None
         if isinstance(concrete, str):  # generated anyway: a def that prints still orchestrates
             concrete, refused = None, concrete
+        if concrete is not None and concrete.crossing:  # Note [Recursive BOGs] in labrys.ad.bog_types
+            return self.fall_back(original, f"{concrete.crossing}: not supported by the compiled backend at "
+                                            "its boundary")
         if concrete is not None:  # Note [Concrete BOGs] in labrys.ad.bog_types
             d = concrete.d
+        if any(nested(t) for t in [p.type for p in d.params] + [d.ret]):  # Note [Rows of structs of arrays]
+            return self.fall_back(original, "a vector of tuples holding vectors of tuples in its parameters or "
+                                            "result is not supported by the compiled backend at its boundary")
         try:
             try:
                 mod = NumbaModuleSource(self)

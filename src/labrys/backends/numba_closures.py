@@ -149,6 +149,15 @@ class ClosureTable:
         self.new_heap = ""  # the generated function making an empty heap
         self._env_types: set[TLam] = set()  # function types captured by candidates
         self.used = False
+        self.records: dict[Type, int] = {}  # a recursive function's BOG records: their list (.numba_bogs)
+
+    def records_of(self, t: Type) -> int:
+        """The heap's list of BOG records of type t (Note [Recursive BOGs] in labrys.ad.bog_types)."""
+        self.used = True
+        if t not in self.records:
+            self.records[t] = len(self.heap)
+            self.heap.append(t)
+        return self.records[t]
 
     # --- candidates ---------------------------------------------------------------
 
@@ -268,12 +277,13 @@ class ClosureTable:
         mod = self.mod
         saved = (len(mod.functions), dict(mod.names), dict(mod.generated), set(mod.cyclic),
                  dict(self.by_key), {t: list(c) for t, c in self.by_type.items()}, list(self.heap),
-                 dict(self.applies))
+                 dict(self.applies), dict(self.records))
         try:
             self.candidate(node)
         except Exception as why:  # Unsupported (Orchestration: a lambda that prints), or a bug: left out
             logging.getLogger("labrys.backends").debug("closure at %s left out of the module: %s", node.span, why)
-            n, mod.names, mod.generated, mod.cyclic, self.by_key, self.by_type, self.heap, self.applies = saved
+            (n, mod.names, mod.generated, mod.cyclic, self.by_key, self.by_type, self.heap, self.applies,
+             self.records) = saved
             del mod.functions[n:]
 
     def _emit_apply(self, t: TLam, name: str) -> None:
@@ -322,7 +332,8 @@ def type_source(t: Type) -> str:
     if closure_vec(t):
         return "_nt.Array(_nt.int64, 2, 'C')"
     if is_soa(t):
-        return f"_nt.Tuple((_nt.int64, {''.join(type_source(TTensor(1, e)) + ', ' for e in t.elem.elems)}))"
+        from .numba_soa import soa_type_source
+        return soa_type_source(t)
     if isinstance(t, TTensor) and t.elem == INTEGER:
         return f"_nt.Array(_nt.int64, {t.rank}, 'C')"
     return f"_nt.Array(_nt.float64, {array_rank(t)}, 'C')"

@@ -2,6 +2,7 @@
 
     Γ ⊢ v : Vec (Tuple E1 … Ek)  ↦  (n : int64, ⟦Vec E1⟧, …, ⟦Vec Ek⟧)
     Γ ⊢ v : Vec (Sum A B)        ↦  (n : int64, ⟦Vec Bool⟧, ⟦Vec A⟧, ⟦Vec B⟧)
+    a component Ej = Vec (Tuple F1 … Fl)  ↦  rows: (m, F1's column with one more rank, …)
 
 Note [Struct of arrays]
 ~~~~~~~~~~~~~~~~~~~~~~~
@@ -25,9 +26,31 @@ has one.  One case per construct that reads or makes such a vector:
     ts_zero / ts_add / ts_scale / ts_neg of a Vec (Tuple)  ↦  its length (sizes checked)
 
 Every other operation on such a vector (arithmetic, equality, tangent
-operations, a build whose components are vectors, a nested ``Vec (Vec
-(Tuple …))``) raises :class:`Unsupported`: the def runs on ``python``
-with a note, never with a wrong layout.
+operations, a nested ``Vec (Vec (Tuple …))``) raises :class:`Unsupported`:
+the def runs on ``python`` with a note, never with a wrong layout.
+
+Note [Rows of structs of arrays]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Split mode's BOG of a loop whose body runs a loop of its own (GMM's
+per-point BOGs hold each component's inner loop: ``Vec (Tuple … (Vec (Tuple
+Float …)))``) is a vector of tuples with a component that is itself a vector
+of tuples.  Its column is the inner struct of arrays one rank up: ``(m,
+columns…)`` whose every column has a leading index over the outer elements
+— an n×m array for a Float, n×m×d for a ``Vec Float`` — with the inner
+length m shared (rectangular: each iteration's inner vector must have the
+same length, checked as the build writes it; a ragged one raises and the
+call re-runs on ``python``, Note [Compiled fallback]).  Element i of the
+outer vector reads the rows ``(m, col[i], …)``: a plain struct of arrays of
+the inner vector, views and no copies, on which ``index``, ``size`` and
+``fold`` work as on any other.  A ``build`` with vector components (a Float
+vector's column is an (n, d) array; a rows component as above) allocates
+those columns when the first iteration that has them gives their shape and
+checks every later one against it; under a sum's slot (a per-step BOG of an
+``if``) only the iterations where that slot is present write — the absent
+slot holds an empty placeholder and is never read — and a column no
+iteration wrote is n empty rows.  Such vectors live inside compiled code only: a def
+whose parameters or result hold one runs on ``python`` (its values would
+need converting row by row).
 """
 from __future__ import annotations
 
@@ -36,16 +59,62 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir import nodes as ir
-from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, TSum, TTensor, TTuple, Type
+from ..ir.types import BOOL, FLOAT, INTEGER, TSum, TTensor, TTuple, Type
 from ..values import Inj, dense, make_vec
-from .numba_types import COLUMN_DTYPES, UNITS, Unsupported, components, is_soa
+from .numba_types import COLUMN_DTYPES, UNITS, Unsupported, array_rank, components, is_soa
+
+
+def _tuple(parts: list[str]) -> str:
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
 
 def element(t: TTensor, v: str, i: str) -> str:
     """The element i of the struct of arrays v (of type t) as a tuple expression."""
-    parts = [element(TTensor(1, e), f"{v}[{k + 1}]", i) if is_soa(TTensor(1, e)) else f"{v}[{k + 1}][{i}]"
-             for k, e in enumerate(components(t.elem))]
-    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+    parts = []
+    for k, e in enumerate(components(t.elem)):
+        col = f"{v}[{k + 1}]"
+        if is_soa(e):  # Note [Rows of structs of arrays]
+            parts.append(rows(e, col, i))
+        elif is_soa(TTensor(1, e)):
+            parts.append(element(TTensor(1, e), col, i))
+        else:
+            parts.append(f"{col}[{i}]")
+    return _tuple(parts)
+
+
+def rows(t: TTensor, v: str, i: str) -> str:
+    """Row i of a rows struct (one rank up, Note [Rows of structs of arrays]): the struct of
+    arrays of the inner vector of element i."""
+    parts = [f"{v}[0]"]
+    for k, e in enumerate(components(t.elem)):
+        col = f"{v}[{k + 1}]"
+        parts.append(rows(e, col, i) if is_soa(e) else rows(TTensor(1, e), col, i) if is_soa(TTensor(1, e))
+                     else f"{col}[{i}]")
+    return _tuple(parts)
+
+
+def nested(t: Type) -> bool:
+    """Does t hold a vector of tuples with a vector-of-tuples component (rows), at any depth?"""
+    if isinstance(t, TTuple):
+        return any(nested(e) for e in t.elems)
+    if isinstance(t, TSum):
+        return nested(t.left) or nested(t.right)
+    if isinstance(t, TTensor):
+        return _has_rows(t.elem) if is_soa(t) else nested(t.elem)
+    return False
+
+
+def _has_rows(e: Type) -> bool:
+    return any(is_soa(c) or (isinstance(c, (TTuple, TSum)) and _has_rows(c)) for c in components(e))
+
+
+def _dtype(e: Type) -> str:
+    return f"_np.{COLUMN_DTYPES[e]}" if e in COLUMN_DTYPES else "_np.float64"
+
+
+def column_rank(e: Type, depth: int) -> int:
+    """The rank of the array holding component e at ``depth`` nested vectors."""
+    return depth + (array_rank(e) or 0)
 
 
 class SoaMixin:
@@ -86,38 +155,123 @@ class SoaMixin:
 
     def soa_build(self, t: str, n: ir.Expr, lam: ir.Lam, vt: TTensor) -> None:
         size = self.atom(n)
-        columns: list[tuple[str, str]] = []  # (column variable, path into the body's tuple)
-
-        def allocate(vt: TTensor, path: str) -> str:
-            parts = [size]
-            for k, e in enumerate(components(vt.elem)):
-                if is_soa(TTensor(1, e)):
-                    parts.append(allocate(TTensor(1, e), f"{path}[{k}]"))
-                    continue
-                if e not in (FLOAT, INTEGER, BOOL, DELTA):
-                    raise Unsupported(f"build of {vt.elem} (a component that is a vector)", lam.span)
-                col = self.mod.fresh("col")
-                dtype = f", _np.{COLUMN_DTYPES[e]}" if e in COLUMN_DTYPES else ""
-                self.emit(f"{col} = _np.empty({size}{dtype})")
-                columns.append((col, f"{path}[{k}]"))
-                parts.append(col)
-            return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
-
-        value = allocate(vt, "")
         i = self.mod.fresh("i")
+        writes: list[str] = []  # statements after the body's value § (the atom x), per iteration
+        after: list[str] = []   # statements after the loop
+        ragged = '    raise ValueError("a vector of tuples whose inner vectors differ in length")'
+
+        def guarded(cond: str | None, lines: list[str]) -> None:
+            """Lines run only where ``cond`` holds (the slot of a sum that is present)."""
+            writes.extend(lines if cond is None else [f"if {cond}:", *("    " + x for x in lines)])
+
+        def leaf(path: str, e: Type, rank: int, cond: str | None) -> str:
+            """A column stacking the scalar or array at §{path} over the iterations."""
+            col = self.mod.fresh("col")
+            if rank == 0:
+                self.emit(f"{col} = _np.empty({size}, {_dtype(e)})")
+                writes.append(f"{col}[{i}] = §{path}")  # an absent slot's placeholder is a number too
+                return col
+            # Note [Rows of structs of arrays]: shaped by the first row present, checked after; the
+            # rows of an absent sum slot are never read
+            seen = self.mod.fresh("seen")
+            self.emit(f"{col} = _np.empty(({'0, ' * (rank + 1)}), {_dtype(e)})")
+            self.emit(f"{seen} = False")
+            guarded(cond, [f"if not {seen}:", f"    {col} = _np.empty(({size},) + §{path}.shape, {_dtype(e)})",
+                           f"    {seen} = True", f"elif §{path}.shape != {col}.shape[1:]:", ragged,
+                           f"{col}[{i}] = §{path}"])
+            after.extend([f"if not {seen}:", f"    {col} = _np.zeros(({size}, {'0, ' * rank}), {_dtype(e)})"])
+            return col
+
+        def both(cond: str | None, more: str) -> str:
+            return more if cond is None else f"({cond}) and ({more})"
+
+        def of_tuple(et: Type, path: str, cond: str | None) -> list[str]:
+            """Columns of the tuple (or tagged sum) value at §{path} (an element)."""
+            parts = []
+            for k, e in enumerate(components(et)):
+                p = f"{path}[{k}]"
+                c = cond if not isinstance(et, TSum) or k == 0 else \
+                    both(cond, f"§{path}[0]" if k == 1 else f"not §{path}[0]")
+                if is_soa(e):
+                    parts.append(of_struct(e, p, 1, c))
+                elif isinstance(e, (TTuple, TSum)):
+                    parts.append(_tuple([size, *of_tuple(e, p, c)]))
+                else:
+                    parts.append(leaf(p, e, column_rank(e, 0), c))
+            return parts
+
+        def of_struct(vt: TTensor, path: str, depth: int, cond: str | None) -> str:
+            """The struct of arrays at §{path} (``depth`` nested vectors) stacked one rank up."""
+            m, seen = self.mod.fresh("m"), self.mod.fresh("seen")
+            self.emit(f"{m} = 0")
+            self.emit(f"{seen} = False")
+            guarded(cond, [f"if not {seen}:", f"    {m} = §{path}[0]", f"    {seen} = True",
+                           f"elif §{path}[0] != {m}:", ragged])
+            parts = [m]
+            for k, e in enumerate(components(vt.elem)):
+                p = f"{path}[{k + 1}]"
+                if is_soa(e):
+                    parts.append(of_struct(e, p, depth + 1, cond))
+                elif isinstance(e, (TTuple, TSum)):
+                    parts.append(of_struct(TTensor(1, e), p, depth, cond))
+                else:
+                    parts.append(leaf(p, e, column_rank(e, depth), cond))
+            return _tuple(parts)
+
+        value = _tuple([size, *of_tuple(vt.elem, "", None)])
         self.emit(f"for {i} in range({size}):")
         inner = self.indented()
         inner.emit(f"{inner.mod.bind(inner.env, lam.var)} = {i}")
         x = inner.atom(lam.body)
-        for col, path in columns:
-            inner.emit(f"{col}[{i}] = {x}{path}")
+        for line in writes:
+            inner.emit(line.replace("§", x))
+        for line in after:
+            self.emit(line)
         self.emit(f"{t} = {value}")
 
 
-def soa_numba_type(t: TTensor, numba_type: Callable[[Type], Any]) -> Any:
+def soa_numba_type(t: TTensor, numba_type: Callable[[Type], Any], depth: int = 1) -> Any:
     from numba import types
-    return types.Tuple((types.int64, *(types.Array(types.boolean, 1, "C") if e == BOOL else numba_type(TTensor(1, e))
-                                       for e in components(t.elem))))
+    cols = []
+    for e in components(t.elem):
+        if is_soa(e):  # Note [Rows of structs of arrays]
+            cols.append(soa_numba_type(e, numba_type, depth + 1))
+        elif is_soa(TTensor(1, e)):
+            cols.append(soa_numba_type(TTensor(1, e), numba_type, depth))
+        elif e == BOOL:
+            cols.append(types.Array(types.boolean, depth, "C"))
+        elif depth == 1:
+            cols.append(numba_type(TTensor(1, e)))
+        else:
+            cols.append(types.Array(types.int64 if e in COLUMN_DTYPES else types.float64, column_rank(e, depth), "C"))
+    return types.Tuple((types.int64, *cols))
+
+
+def soa_type_source(t: TTensor, depth: int = 1) -> str:
+    """Source of :func:`soa_numba_type` (the heap's typed lists, .numba_closures)."""
+    cols = []
+    for e in components(t.elem):
+        if is_soa(e):
+            cols.append(soa_type_source(e, depth + 1))
+        elif is_soa(TTensor(1, e)):
+            cols.append(soa_type_source(TTensor(1, e), depth))
+        else:
+            dt = "_nt.boolean" if e == BOOL else "_nt.int64" if e in COLUMN_DTYPES else "_nt.float64"
+            cols.append(f"_nt.Array({dt}, {column_rank(e, depth)}, 'C')")
+    return f"_nt.Tuple((_nt.int64, {''.join(c + ', ' for c in cols)}))"
+
+
+def soa_placeholder(t: TTensor, depth: int = 1) -> str:
+    """Source of an empty struct of arrays (the absent side of a sum, Note [Compiled sums])."""
+    cols = []
+    for e in components(t.elem):
+        if is_soa(e):
+            cols.append(soa_placeholder(e, depth + 1))
+        elif is_soa(TTensor(1, e)):
+            cols.append(soa_placeholder(TTensor(1, e), depth))
+        else:
+            cols.append(f"_np.zeros(({'0, ' * column_rank(e, depth)}), {_dtype(e)})")
+    return "(0, " + "".join(f"{c}, " for c in cols) + ")"
 
 
 def soa_to_machine(t: TTensor, to_machine: Callable[[Type], Callable]) -> Callable[[Any], Any]:

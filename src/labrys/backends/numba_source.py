@@ -30,6 +30,7 @@ from ..opt.elementwise import fuse_elementwise
 from ..opt.fusion import fuse_loops
 from ..types.checker import Signature, check_def
 from ..types.primitives import Primitive
+from .numba_bogs import BOG_TAPE, BogTapeMixin
 from .numba_bounds import hoist_index_checks
 from .numba_closures import ClosureMixin, ClosureTable, eta_loops, lam_types
 from .numba_rfold import RFoldMixin
@@ -237,7 +238,7 @@ class NumbaModuleSource(PyModuleSource):
         return "\n".join(out) + "\n"
 
 
-class LoopEmitter(TapeMixin, ClosureMixin, TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitter):
+class LoopEmitter(BogTapeMixin, TapeMixin, ClosureMixin, TangentMixin, SumMixin, SoaMixin, RFoldMixin, Emitter):
     """Statements for Numba: loops instead of higher-order primitives."""
 
     mod: NumbaModuleSource
@@ -318,6 +319,8 @@ class LoopEmitter(TapeMixin, ClosureMixin, TangentMixin, SumMixin, SoaMixin, RFo
         if name == "rfold" and isinstance(args[0], ir.Lam) and isinstance(args[1], ir.Lam):
             return self.rfold(t, args, e)
         if self.tape_call(t, name, args, e):  # Note [The tape in generated code]
+            return
+        if self.bog_tape_call(t, name, args, e):  # Note [Recursive BOGs] in labrys.ad.bog_types
             return
         if involves_soa(e.type) or any(involves_soa(a.type) for a in args):  # Note [Struct of arrays]
             return self.soa_call(t, name, args, e)
@@ -467,7 +470,7 @@ def support(prim: Primitive) -> str:
         return "lowered"
     if prim.name in LOOPS:
         return "loop"
-    if prim.name in TAPE_PRIMITIVES:
+    if prim.name in TAPE_PRIMITIVES or prim.name in BOG_TAPE:
         return "tape"
     return "tangent" if prim.name in TANGENT_OPERATIONS else "python"
 

@@ -52,9 +52,8 @@ def placeholder(t: Type, rank: Callable[[Type], int | None]) -> str:
     if isinstance(t, TTensor) and t.elem == INTEGER:
         return f"_np.zeros(({'0, ' * t.rank}), _np.int64)"
     if is_soa(t):  # no rows: the length 0 and an empty column per component
-        columns = [f"_np.zeros(0, _np.{COLUMN_DTYPES[e]})" if e in COLUMN_DTYPES else placeholder(TTensor(1, e), rank)
-                   for e in components(t.elem)]
-        return "(0, " + "".join(f"{c}, " for c in columns) + ")"
+        from .numba_soa import soa_placeholder
+        return soa_placeholder(t)
     return f"_np.zeros(({'0, ' * rank(t)}))"
 
 

@@ -313,10 +313,10 @@ class TangentMixin:
             if name == "ts_add":
                 b = f"{xs[1]}{path}"
                 code = f"{a} + _shaped({b}, {a})" if _is_array(leaf) else f"{a} + {b}" if leaf == FLOAT else a
-            elif name == "ts_scale":
-                code = f"{xs[0]} * {xs[1]}{path}"
+            elif name == "ts_scale":  # a unit leaf (an Integer's tangent) stays itself
+                code = f"{xs[0]} * {xs[1]}{path}" if leaf == FLOAT or _is_array(leaf) else f"{xs[1]}{path}"
             elif name == "ts_neg":
-                code = f"-{a}"
+                code = f"-{a}" if leaf == FLOAT or _is_array(leaf) else a
             else:
                 code = "0.0" if leaf == FLOAT else f"_np.zeros({a}.shape)" if _is_array(leaf) else "()"
             names.append(self.named(code))

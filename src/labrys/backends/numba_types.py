@@ -76,7 +76,10 @@ COLUMN_DTYPES = {INTEGER: "int64", DELTA: "int64", BOOL: "bool_"}  # a column's 
 
 
 def column_ok(e: Type) -> bool:
-    return e in (FLOAT, INTEGER, BOOL, DELTA) or array_rank(TTensor(1, e)) is not None or is_soa(TTensor(1, e))
+    """A component with a column: a number, a Float tensor, a tuple or sum (a struct of its own),
+    or a vector of tuples (rows, Note [Rows of structs of arrays] in numba_soa.py)."""
+    return e in (FLOAT, INTEGER, BOOL, DELTA) or array_rank(TTensor(1, e)) is not None or is_soa(TTensor(1, e)) \
+        or is_soa(e)
 
 
 def involves_soa(t: Type | None) -> bool:

@@ -276,6 +276,27 @@ primitive("cclTape", lambda t: t if t == TTensor(1, INTEGER) else None, lambda t
           cost=lambda r, a: 0, nondiff=True, structural=True, numba=lambda xs, types, res: xs[0])
 
 
+# Note [ccl's numerical check] in labrys.ad.bog_loops: ‖a − b‖² against ‖a‖² + ‖b‖² of the two
+# reverses' cotangents on a ccl's first steps; a relative gap above 1e-6 means the steps do not commute
+CCL_CHECK_STEPS, CCL_CHECK_TOLERANCE = 3, 1e-6
+
+
+def _ccl_check(gap2: float, size2: float) -> bool:
+    if gap2 <= CCL_CHECK_TOLERANCE ** 2 * size2 or size2 != size2:  # NaN cotangents: nothing to compare
+        return True
+    raise PrimError(f"(ccl n s0 f true) asserts that the steps' reverse maps commute, but they do not: on the "
+                    f"first {CCL_CHECK_STEPS} steps of this call, Fig. 19's O(1)-memory reverse and the tape of "
+                    f"the states (Fig. 17) give cotangents {(gap2 / size2) ** 0.5:.3g} apart (relative); drop the "
+                    "assertion (the tape is right for any steps)")
+
+
+primitive("cclCheck", lambda t: BOOL if t == TTuple((FLOAT, FLOAT)) else None, lambda t: spread(_ccl_check),
+          "(cclCheck gap2 size2): split mode's check of (ccl n s0 f true) on its first steps: true if the "
+          "squared gap between the replayed and the taped reverse's cotangents is within 1e-6² of their "
+          "squared size, else a run-time error at the ccl (docs/split.md).",
+          cost=lambda r, a: 0, nondiff=True, impure=True,
+          numba=lambda xs, types, res: f"({xs[0]} <= {CCL_CHECK_TOLERANCE ** 2!r} * {xs[1]} or {xs[1]} != {xs[1]})")
+
 def _map_type(t: Type) -> Type | None:
     ab = args_of(t, 2)
     if ab and isinstance(ab[0], TLam) and isinstance(ab[1], TTensor) and ab[0].arg == ab[1].elem:
