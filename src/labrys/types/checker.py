@@ -323,10 +323,25 @@ def _gdef_signature(d: ir.Gdef, fs: Functions) -> Signature | None:
     return Signature(name, conv[0], conv[1], d, base.arg)
 
 
+# Note [Checking a checked def]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A pass often checks the def it returns (CHAD's linearity lint, the simplifier's last
+# sweep), and the pass driver checks it again (Note [Pass driver]).  Checking is
+# idempotent, so the last def check_def returned, asked again against the same table,
+# is returned at once: one remembered (table, def) pair, compared by identity.  A table
+# only grows (instances, derived functions made on demand), which never changes how a
+# call already resolved resolves.
+_last_checked: list = [None, None]
+
+
 @deep
 def check_def(d: ir.Def, functions: Functions) -> ir.Def:
     """Type a (generated) def against an existing function table."""
-    return _check_decl(_Checker(functions), d)
+    if _last_checked[1] is d and _last_checked[0] is functions:
+        return d
+    out = _check_decl(_Checker(functions), d)
+    _last_checked[:] = [functions, out]
+    return out
 
 
 def _check_decl(c: _Checker, d: ir.Decl) -> ir.Decl:
@@ -340,7 +355,7 @@ def _check_decl(c: _Checker, d: ir.Decl) -> ir.Decl:
             if b.type != ret:
                 raise _err(f"{show_name(name)} is declared to return {ret}, but its body has type {b.type}",
                            body.span or d.span)
-            return ir.Def(name, ret, params, b, span=d.span)
+            return d if b is body else ir.Def(name, ret, params, b, span=d.span)
         case ir.Rule(rname, params, lhs, rhs):
             names, types = tuple(p.name for p in params), tuple(p.type for p in params)
             lt, rt = c.under(names, types, lhs, d.span), c.under(names, types, rhs, d.span)
