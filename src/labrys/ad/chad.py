@@ -21,10 +21,12 @@ vector arithmetic is reduced to build/index/ifold (:mod:`.scalarise`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import logging
 import os
 from dataclasses import replace
+from typing import Callable
 
 from ..errors import LabrysError
 from ..ir import nodes as ir
@@ -143,8 +145,8 @@ def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
         and an applied compound linear map, (snd (y x)) • w, is named, as `.ks` calls only names."""
         return _with_body(d, name_applied_functions(d.body, work.fresh))
 
-    def shows(work: Work) -> str:
-        return show_linear_def(work.notes["chad term"], work.notes["chad linear"])
+    def shows(work: Work) -> Callable[[], str]:  # printed when shown: the linear set as it is now
+        return functools.partial(show_linear_def, work.notes["chad term"], frozenset(work.notes["chad linear"]))
 
     name = f"[{module.TRANSLATION} f]"
     return (Pass("prepare", "Literal λs, map as build, binders renamed apart", prepare),

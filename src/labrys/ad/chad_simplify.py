@@ -106,16 +106,15 @@ def simplify_def(d: ir.Def, functions: Functions, fresh: FreshNames, linear: set
     """App. B's simplifier to a fixed point (at most MAX_SWEEPS sweeps); ``linear`` (the
     binders of linear λs) is extended with the names of copies it makes."""
     lin_fns = linear_functions(d.body)
-    before = size(d.body)
+    previous = d.body  # sizes are measured only when a sweep changed nothing: one walk, not two a sweep
     for _ in range(MAX_SWEEPS):
         d = check_def(d, functions)
         sweep = _Sweep(fresh, linear, lin_fns)
         body = sweep.go(d.body, {})
         d = ir.Def(d.name, d.ret, d.params, body, span=d.span)
-        after = size(body)
-        if after >= before and not sweep.changed:
+        if not sweep.changed and size(body) >= size(previous):
             break
-        before = after
+        previous = body
     return check_def(d, functions)
 
 
@@ -143,8 +142,11 @@ class _Sweep:
                     self.changed = True         # a let nested L deep in right-hand sides costs O(L)
                     binder, rhs, body = rhs.binder, rhs.rhs, ir.Let(binder, rhs.body, body, type=e.type)
                 return self.bind(binder, self.go(rhs, env), lambda env2: self.go(body, env2), env, e)
-        kids = [self.go(c, _without(env, binders)) for c, binders in children(e)]
-        return self.rules(rebuild(e, kids) if kids else e)
+        old = children(e)
+        kids = [self.go(c, _without(env, binders)) for c, binders in old]
+        if any(k is not c for k, (c, _) in zip(kids, old)):  # unchanged: the same node (and its type)
+            e = rebuild(e, kids)
+        return self.rules(e)
 
     # --- lets: rules 2, 3, 4 and 12 ----------------------------------------------------------
 

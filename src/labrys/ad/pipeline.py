@@ -48,7 +48,8 @@ class Pass:
     run: Callable[[ir.Def, "Work"], ir.Def]
     source: str | None = None
     view: bool = False
-    shows: Callable[["Work"], str] | None = None  # the stage is printed as this text, not as .ks
+    # the stage is printed as this text (or what this function, called when it is shown, returns), not as .ks
+    shows: Callable[["Work"], str | Callable[[], str]] | None = None
 
 
 @dataclass
@@ -70,7 +71,15 @@ class Stage:
     d: ir.Def
     seconds: float
     view: bool = False
-    text: str | None = None  # what `show --stages` prints instead of the def (a CL term, a procedure)
+    # what `show --stages` prints instead of the def (a CL term, a procedure), or a function
+    # making it: printed only when asked (CHAD's linear view of a 10^4-let chain takes seconds)
+    shown: str | Callable[[], str] | None = None
+
+    @property
+    def text(self) -> str | None:
+        if callable(self.shown):
+            object.__setattr__(self, "shown", self.shown())
+        return self.shown
 
 
 @dataclass(frozen=True)

@@ -147,11 +147,49 @@ def _comment(src: Source, i: int, j: int, items: list) -> None:
     items.append(Comment(src.text[i:j].rstrip(), Span(src, i, j), trailing))
 
 
+# Note [Reading brackets and atoms only]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Most text has no strings and no comments: only brackets, atoms and blanks.  Such text
+# is split into tokens by one ``findall`` (each token with the blanks before it, so
+# positions are sums of lengths) instead of a match object per token: 25-30% less time
+# on 10^5-deep programs.  Anything irregular (a bracket closed wrongly or never, a
+# stray closer) returns None, and the general reader below reads the text again and
+# reports the error with its position.
+_SIMPLE_TOKENS = re.compile(r"([\ \t\r\n\f\v]*)(?:([(\[])|([)\]])|([^()\[\]\";\ \t\r\n\f\v\#]+))")
+_NOT_SIMPLE = re.compile(r'["#;]')
+
+
+def _read_simple(src: Source) -> list[SExpr] | None:
+    stack: list[tuple[str, int, list]] = []  # (bracket, start, enclosing items)
+    top: list[SExpr] = []
+    items, i = top, 0
+    for blanks, opener, closer, atom in _SIMPLE_TOKENS.findall(src.text):
+        i += len(blanks)
+        if opener:
+            stack.append((opener, i, items))
+            items, i = [], i + 1
+        elif closer:
+            if not stack or _CLOSER[stack[-1][0]] != closer:
+                return None
+            bracket, start, outer = stack.pop()
+            outer.append(SList(bracket, tuple(items), Span(src, start, i + 1)))
+            items, i = outer, i + 1
+        else:
+            j = i + len(atom)
+            items.append(_atom(atom, Span(src, i, j)))
+            i = j
+    return None if stack else top
+
+
 def read(src: Source, comments: bool = False) -> list[SExpr]:
     """Read every top-level s-expression of ``src`` (and, for the formatter, its
     comments as :class:`Comment` items where they occur).  One regular-expression
     match per token (Note [Reading a token at a time]): a character-at-a-time loop
     took 3.5 s of CPU on the 3 MB of 10^5 nested lets."""
+    if not _NOT_SIMPLE.search(src.text):  # Note [Reading brackets and atoms only]
+        simple = _read_simple(src)
+        if simple is not None:
+            return simple
     text, n, i = src.text, len(src.text), 0
     stack: list[tuple[str, int, list]] = []  # (bracket, start, items)
     top: list[SExpr] = []

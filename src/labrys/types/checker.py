@@ -75,99 +75,150 @@ class _Checker:
         finally:
             self.unbind(names)
 
+    # Note [Checking by type, reusing typed nodes]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # Every pass's output is checked again (Note [Pass driver]), so most nodes the checker
+    # meets already carry the type it infers.  Such a node, whose children came back
+    # unchanged, is returned as it is instead of being rebuilt: re-checking a typed term
+    # allocates nothing (a frozen dataclass costs a few µs to build), and a node keeps its
+    # identity across checks.  The construct is found by a dict from the node's class (the
+    # IR classes have no subclasses), not a ``match`` trying thirteen classes in turn.
     def expr(self, e: ir.Expr, where: Span | None) -> ir.Expr:
-        where = e.span or where
-        match e:
-            case ir.Const(_, t):
-                return ir.Const(e.value, t, type=t, span=e.span)
-            case ir.Var(name):
-                scope = self.env.get(name)
-                if not scope:
-                    hint = ("to use the function as a value write (fn " + name + ")",) \
-                        if self.functions.candidates(name) or lookup(name) else ()
-                    raise _err(f"unknown variable '{name}'", where, *hint)
-                return ir.Var(name, type=scope[-1], span=e.span)
-            case ir.Call(func, arg):
-                local = self.env.get(func) if isinstance(func, str) else None
-                if local:  # Note [Calls of local functions]
-                    if isinstance(local[-1], TLam):
-                        return self.expr(ir.App(ir.Var(func, span=e.span), arg, span=e.span), where)
-                    if arg == ir.Tuple(()):
-                        return ir.Var(func, type=local[-1], span=e.span)  # Note [Parenthesised atoms]
-                    if not self.functions.candidates(func) and lookup(func) is None:
-                        raise _err(f"'{func}' is not a function: it is a local variable of type {local[-1]}", where)
-                a = self.expr(arg, where)
-                regrouped = self.flattened_derivative_call(func, a)
-                if regrouped is not None:
-                    a = regrouped
-                return ir.Call(func, a, type=self.call_type(func, a.type, where), span=e.span)
-            case ir.App(func, arg):
-                f, a = self.expr(func, where), self.expr(arg, where)
-                if not isinstance(f.type, TLam):
-                    raise _err(f"'{_show(func)}' is not a function: it has type {f.type}", where)
-                if f.type.arg != a.type:
-                    raise _err(f"function '{_show(func)}' takes {f.type.arg}, but the argument has type {a.type}",
-                               where)
-                return ir.App(f, a, type=f.type.res, span=e.span)
-            case ir.Lam(var, t, body):
-                b = self.under((var,), (t,), body, where)
-                return ir.Lam(var, t, b, type=TLam(t, b.type), span=e.span)
-            case ir.Let(binder, rhs, body):
-                r = self.expr(rhs, where)
-                names = e.names
-                if isinstance(binder, str):
-                    types = (r.type,)
-                elif isinstance(r.type, TTuple) and len(r.type.elems) == len(names):
-                    types = r.type.elems
-                else:
-                    raise _err(f"cannot destructure a value of type {r.type} into {len(names)} variables",
-                               e.binding_span or where)
-                b = self.under(names, types, body, where)
-                return ir.Let(binder, r, b, type=b.type, span=e.span, binding_span=e.binding_span)
-            case ir.If(cond, then, orelse):
-                c, t, f = self.expr(cond, where), self.expr(then, where), self.expr(orelse, where)
-                self.expect(c, BOOL, "the condition of 'if'", where)
-                if t.type != f.type:
-                    raise _err(f"the branches of 'if' have different types: {t.type} and {f.type}", where)
-                return ir.If(c, t, f, type=t.type, span=e.span)
-            case ir.Tuple(elems):
-                es = tuple(self.expr(x, where) for x in elems)
-                return ir.Tuple(es, type=TTuple(tuple(x.type for x in es)), span=e.span)
-            case ir.Get(i, n, arg):
-                a = self.expr(arg, where)
-                if not (isinstance(a.type, TTuple) and len(a.type.elems) == n):
-                    raise _err(f"get${i}${n} needs a tuple of {n} elements, got {a.type}", where)
-                return ir.Get(i, n, a, type=a.type.elems[i - 1], span=e.span)
-            case ir.Assert(cond, body):
-                c = self.expr(cond, where)
-                self.expect(c, BOOL, "the condition of 'assert'", where)
-                b = self.expr(body, where)
-                return ir.Assert(c, b, type=b.type, span=e.span)
-            case ir.Inj(left, t, arg):
-                a = self.expr(arg, where)
-                self.expect(a, t.left if left else t.right, f"the payload of '{'inl' if left else 'inr'}'", where)
-                return ir.Inj(left, t, a, type=t, span=e.span)
-            case ir.Case(scrut, lv, lb, rv, rb):
-                s = self.expr(scrut, where)
-                if not isinstance(s.type, TSum):
-                    raise _err(f"'case' needs a value of a Sum type, got {s.type}", s.span or where)
-                l_ = self.under((lv,), (s.type.left,), lb, where)
-                r_ = self.under((rv,), (s.type.right,), rb, where)
-                if l_.type != r_.type:
-                    raise _err(f"the alternatives of 'case' have different types: {l_.type} and {r_.type}", where)
-                return ir.Case(s, lv, l_, rv, r_, type=l_.type, span=e.span)
-            case ir.FnRef(func):
-                try:
-                    sig = self.functions.by_name(func)
-                except LabrysError as exc:
-                    raise exc if exc.span is not None else _err(exc.message, where) from None
-                if sig is None:
-                    n = len(self.functions.candidates(func))
-                    why = "is ambiguous: name the overload as (fn [NAME TYPE])" if n > 1 \
-                        else "is not a defined function"
-                    raise _err(f"'{show_name(func)}' {why}", where)
-                return ir.FnRef(func, type=TLam(sig.arg, sig.ret), span=e.span)
-        raise TypeError(f"not an expression: {e!r}")
+        try:
+            case = _CASES[type(e)]
+        except KeyError:
+            raise TypeError(f"not an expression: {e!r}") from None
+        return case(self, e, e.span or where)
+
+    def const(self, e: ir.Const, where: Span | None) -> ir.Expr:
+        t = e.ctype
+        return e if e.type == t else ir.Const(e.value, t, type=t, span=e.span)
+
+    def var(self, e: ir.Var, where: Span | None) -> ir.Expr:
+        name = e.name
+        scope = self.env.get(name)
+        if not scope:
+            hint = ("to use the function as a value write (fn " + name + ")",) \
+                if self.functions.candidates(name) or lookup(name) else ()
+            raise _err(f"unknown variable '{name}'", where, *hint)
+        t = scope[-1]
+        return e if e.type is t or e.type == t else ir.Var(name, type=t, span=e.span)
+
+    def call(self, e: ir.Call, where: Span | None) -> ir.Expr:
+        func, arg = e.func, e.arg
+        local = self.env.get(func) if isinstance(func, str) else None
+        if local:  # Note [Calls of local functions]
+            if isinstance(local[-1], TLam):
+                return self.expr(ir.App(ir.Var(func, span=e.span), arg, span=e.span), where)
+            if arg == ir.Tuple(()):
+                return ir.Var(func, type=local[-1], span=e.span)  # Note [Parenthesised atoms]
+            if not self.functions.candidates(func) and lookup(func) is None:
+                raise _err(f"'{func}' is not a function: it is a local variable of type {local[-1]}", where)
+        a = self.expr(arg, where)
+        regrouped = self.flattened_derivative_call(func, a)
+        if regrouped is not None:
+            a = regrouped
+        t = self.call_type(func, a.type, where)
+        return e if a is arg and e.type == t else ir.Call(func, a, type=t, span=e.span)
+
+    def app(self, e: ir.App, where: Span | None) -> ir.Expr:
+        func, arg = e.func, e.arg
+        f, a = self.expr(func, where), self.expr(arg, where)
+        if not isinstance(f.type, TLam):
+            raise _err(f"'{_show(func)}' is not a function: it has type {f.type}", where)
+        if f.type.arg != a.type:
+            raise _err(f"function '{_show(func)}' takes {f.type.arg}, but the argument has type {a.type}",
+                       where)
+        t = f.type.res
+        return e if f is func and a is arg and e.type == t else ir.App(f, a, type=t, span=e.span)
+
+    def lam(self, e: ir.Lam, where: Span | None) -> ir.Expr:
+        var, t, body = e.var, e.var_type, e.body
+        b = self.under((var,), (t,), body, where)
+        if b is body and isinstance(e.type, TLam) and e.type.arg == t and e.type.res == b.type:
+            return e
+        return ir.Lam(var, t, b, type=TLam(t, b.type), span=e.span)
+
+    def let(self, e: ir.Let, where: Span | None) -> ir.Expr:
+        binder, rhs, body = e.binder, e.rhs, e.body
+        r = self.expr(rhs, where)
+        if isinstance(binder, str):
+            names, types = (binder,), (r.type,)
+        elif isinstance(r.type, TTuple) and len(r.type.elems) == len(binder):
+            names, types = binder, r.type.elems
+        else:
+            raise _err(f"cannot destructure a value of type {r.type} into {len(binder)} variables",
+                       e.binding_span or where)
+        b = self.under(names, types, body, where)
+        if r is rhs and b is body and e.type == b.type:
+            return e
+        return ir.Let(binder, r, b, type=b.type, span=e.span, binding_span=e.binding_span)
+
+    def if_(self, e: ir.If, where: Span | None) -> ir.Expr:
+        c, t, f = self.expr(e.cond, where), self.expr(e.then, where), self.expr(e.orelse, where)
+        self.expect(c, BOOL, "the condition of 'if'", where)
+        if t.type != f.type:
+            raise _err(f"the branches of 'if' have different types: {t.type} and {f.type}", where)
+        if c is e.cond and t is e.then and f is e.orelse and e.type == t.type:
+            return e
+        return ir.If(c, t, f, type=t.type, span=e.span)
+
+    def tuple(self, e: ir.Tuple, where: Span | None) -> ir.Expr:
+        elems = e.elems
+        es = tuple(self.expr(x, where) for x in elems)
+        t = TTuple(tuple(x.type for x in es))
+        if e.type == t and all(x is y for x, y in zip(es, elems)):
+            return e
+        return ir.Tuple(es, type=t, span=e.span)
+
+    def get(self, e: ir.Get, where: Span | None) -> ir.Expr:
+        i, n, arg = e.index, e.size, e.arg
+        a = self.expr(arg, where)
+        if not (isinstance(a.type, TTuple) and len(a.type.elems) == n):
+            raise _err(f"get${i}${n} needs a tuple of {n} elements, got {a.type}", where)
+        t = a.type.elems[i - 1]
+        return e if a is arg and e.type == t else ir.Get(i, n, a, type=t, span=e.span)
+
+    def assert_(self, e: ir.Assert, where: Span | None) -> ir.Expr:
+        c = self.expr(e.cond, where)
+        self.expect(c, BOOL, "the condition of 'assert'", where)
+        b = self.expr(e.body, where)
+        if c is e.cond and b is e.body and e.type == b.type:
+            return e
+        return ir.Assert(c, b, type=b.type, span=e.span)
+
+    def inj(self, e: ir.Inj, where: Span | None) -> ir.Expr:
+        left, t, arg = e.left, e.sum_type, e.arg
+        a = self.expr(arg, where)
+        self.expect(a, t.left if left else t.right, f"the payload of '{'inl' if left else 'inr'}'", where)
+        return e if a is arg and e.type == t else ir.Inj(left, t, a, type=t, span=e.span)
+
+    def case(self, e: ir.Case, where: Span | None) -> ir.Expr:
+        scrut, lv, lb, rv, rb = e.scrut, e.left_var, e.left_body, e.right_var, e.right_body
+        s = self.expr(scrut, where)
+        if not isinstance(s.type, TSum):
+            raise _err(f"'case' needs a value of a Sum type, got {s.type}", s.span or where)
+        l_ = self.under((lv,), (s.type.left,), lb, where)
+        r_ = self.under((rv,), (s.type.right,), rb, where)
+        if l_.type != r_.type:
+            raise _err(f"the alternatives of 'case' have different types: {l_.type} and {r_.type}", where)
+        if s is scrut and l_ is lb and r_ is rb and e.type == l_.type:
+            return e
+        return ir.Case(s, lv, l_, rv, r_, type=l_.type, span=e.span)
+
+    def fn_ref(self, e: ir.FnRef, where: Span | None) -> ir.Expr:
+        func = e.func
+        try:
+            sig = self.functions.by_name(func)
+        except LabrysError as exc:
+            raise exc if exc.span is not None else _err(exc.message, where) from None
+        if sig is None:
+            n = len(self.functions.candidates(func))
+            why = "is ambiguous: name the overload as (fn [NAME TYPE])" if n > 1 \
+                else "is not a defined function"
+            raise _err(f"'{show_name(func)}' {why}", where)
+        t = TLam(sig.arg, sig.ret)
+        return e if e.type == t else ir.FnRef(func, type=t, span=e.span)
 
     def flattened_derivative_call(self, func: Name, a: ir.Expr) -> ir.Expr | None:
         """Older Knossos programs pass a derivative's arguments flattened:
@@ -210,6 +261,12 @@ class _Checker:
         if prim is not None:
             notes += (f"primitive {prim.name}: {prim.doc}",)
         raise _err(f"no overload of '{show_name(func)}' accepts an argument of type {arg}", where, *notes)
+
+
+_CASES = {ir.Const: _Checker.const, ir.Var: _Checker.var, ir.Call: _Checker.call, ir.App: _Checker.app,
+          ir.Lam: _Checker.lam, ir.Let: _Checker.let, ir.If: _Checker.if_, ir.Tuple: _Checker.tuple,
+          ir.Get: _Checker.get, ir.Assert: _Checker.assert_, ir.Inj: _Checker.inj, ir.Case: _Checker.case,
+          ir.FnRef: _Checker.fn_ref}
 
 
 def _show(e: ir.Expr) -> str:
@@ -266,10 +323,25 @@ def _gdef_signature(d: ir.Gdef, fs: Functions) -> Signature | None:
     return Signature(name, conv[0], conv[1], d, base.arg)
 
 
+# Note [Checking a checked def]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A pass often checks the def it returns (CHAD's linearity lint, the simplifier's last
+# sweep), and the pass driver checks it again (Note [Pass driver]).  Checking is
+# idempotent, so the last def check_def returned, asked again against the same table,
+# is returned at once: one remembered (table, def) pair, compared by identity.  A table
+# only grows (instances, derived functions made on demand), which never changes how a
+# call already resolved resolves.
+_last_checked: list = [None, None]
+
+
 @deep
 def check_def(d: ir.Def, functions: Functions) -> ir.Def:
     """Type a (generated) def against an existing function table."""
-    return _check_decl(_Checker(functions), d)
+    if _last_checked[1] is d and _last_checked[0] is functions:
+        return d
+    out = _check_decl(_Checker(functions), d)
+    _last_checked[:] = [functions, out]
+    return out
 
 
 def _check_decl(c: _Checker, d: ir.Decl) -> ir.Decl:
@@ -283,7 +355,7 @@ def _check_decl(c: _Checker, d: ir.Decl) -> ir.Decl:
             if b.type != ret:
                 raise _err(f"{show_name(name)} is declared to return {ret}, but its body has type {b.type}",
                            body.span or d.span)
-            return ir.Def(name, ret, params, b, span=d.span)
+            return d if b is body else ir.Def(name, ret, params, b, span=d.span)
         case ir.Rule(rname, params, lhs, rhs):
             names, types = tuple(p.name for p in params), tuple(p.type for p in params)
             lt, rt = c.under(names, types, lhs, d.span), c.under(names, types, rhs, d.span)
