@@ -29,7 +29,7 @@ from dataclasses import replace
 from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.build import C, V, index_type
-from ..ir.names import DerivedName, erase_types
+from ..ir.names import DerivedName, erase_types, show_name
 from ..ir.traverse import map_bottom_up
 from ..ir.types import TLam, TTuple, has_function
 from ..opt.anf import desugar_for_ad, rename_apart, spread_arguments
@@ -41,6 +41,7 @@ from . import chad_fwd, chad_loops, chad_rev, chad_runtime, dual_numbers  # noqa
 from .chad_common import name_applied_functions
 from .chad_linear import check_linear
 from .chad_linear_view import show_linear_def
+from .chad_lower import is_lowered, lower_body, runtime_left, translations_called
 from .chad_simplify import simplify_def
 from .pipeline import ORIGINAL, Pass, Work
 from .scalarise import scalarise
@@ -138,10 +139,25 @@ def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
         return out
 
     def lower(d: ir.Def, work: Work) -> ir.Def:
-        """§9.2: the term as the `.ks` that runs (Note [One IR for the linear language]): its linear
-        formers already are their lowerings (⊸ as lam, copowers as append-tree lists, 0 symbolic),
-        and an applied compound linear map, (snd (y x)) • w, is named, as `.ks` calls only names."""
-        return _with_body(d, name_applied_functions(d.body, work.fresh))
+        """§9: the term as first-order `.ks` (chad_lower.py): each linear former with a first-order
+        lowering replaced by plain IR — all or nothing (Note [All or nothing]); otherwise its
+        formers stay the dynamic run time's primitives (⊸ as lam, copowers as append-tree lists,
+        0 symbolic).  An applied compound linear map, (snd (y x)) • w, is named, as `.ks` calls
+        only names."""
+        named = _with_body(d, name_applied_functions(d.body, work.fresh))
+        why = None
+        try:
+            lowered = check_def(_with_body(d, name_applied_functions(lower_body(d.body, work.fresh), work.fresh)),
+                                work.functions)
+        except LabrysError as exc:  # a lowering the checker refuses is a labrys bug: keep the dynamic term
+            lowered, why = None, f"internal: the lowered term does not type-check ({exc.message})"
+        if lowered is not None:
+            why = _not_lowered_because(lowered, work)
+        work.notes["chad lowered"] = why is None
+        if why is not None:
+            _log.info("CHAD's §9 lowering left %s on the dynamic run time: %s", show_name(d.name), why)
+            return named
+        return lowered
 
     def shows(work: Work) -> str:
         return show_linear_def(work.notes["chad term"], work.notes["chad linear"])
@@ -154,8 +170,34 @@ def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
                  shows=shows),
             Pass("simplify", "App. B's simplifier: Table 1, linear β, f • 0 → 0, copower fusion "
                  "(Fig. 5 checked again)", simplify, shows=shows),
-            Pass("lower", "§9.2's lowering, as the .ks that runs: ⊸ as lam, copowers as append-tree lists, "
-                 "0 symbolic", lower))
+            Pass("lower", "§9's lowering, as the .ks that runs: first-order where the types allow (0 a literal, "
+                 "+ as add/ts_add, loops as ifold), else ⊸ as lam, copowers as append-tree lists, 0 symbolic",
+                 lower))
+
+
+def _not_lowered_because(d: ir.Def, work: Work) -> str | None:
+    """Why d cannot run without the dynamic run time (None: it can), Note [All or nothing]."""
+    left = runtime_left(d.body)
+    if left is not None:
+        return f"'{left.func}' at type {left.arg.type} has no first-order lowering"
+    for call in translations_called(d.body, TRANSLATIONS):
+        if call.func == d.name:
+            continue  # self-recursion: lowered together
+        if not translation_lowered(call.func.derivation, call.func, call.arg.type, work):
+            return f"it calls {show_name(call.func)}, which keeps the dynamic run time"
+    return None
+
+
+def translation_lowered(derivation: str, name, arg, work: Work) -> bool:
+    """Whether the CHAD translation ``[derivation g]`` at ``arg`` is lowered (a mutually
+    recursive one still being made counts as not lowered)."""
+    target = work.functions.resolve(name, arg)
+    if target is None or isinstance(target, Primitive):
+        return False
+    base = work.generator.base_of(target) if isinstance(name, DerivedName) else target
+    if isinstance(base, Primitive) or (derivation, id(base)) in work.generator.in_progress:
+        return False
+    return is_lowered(work.generator.derive(derivation, base).d)
 
 
 def raw_requested() -> bool:
@@ -175,12 +217,23 @@ def require_first_order(d: ir.Def, algorithm: str) -> None:
                               "inputs and outputs); differentiate a first-order caller of it", d.span)
 
 
+def _translation_of(d: ir.Def, translation: str, work: Work) -> bool:
+    """Whether [translation f] of the user def d is lowered (its wrapper then needs no chadDense)."""
+    return translation_lowered(translation, d.name, d.arg_type, work)
+
+
+TRANSLATIONS = (chad_rev.TRANSLATION, chad_fwd.TRANSLATION)
+
+
 def rev_wrapper(d: ir.Def, work: Work) -> ir.Def:
     """(def [chadrev f] dS ((x : S) (dt : dT)) (let ((p ([chadR f] x)) (back (get$2$2 p))) (chadDense x (back dt))))"""
     require_first_order(d, "chadrev")
     base = erase_types(d.name)
     p = "p"  # a fixed name: the wrapper is the same whether or not the stages were shown
-    back = ir.Let("back", ir.Get(2, 2, V(p)), C("chadDense", V("x"), ir.App(V("back"), V("dt"))))
+    result = ir.App(V("back"), V("dt"))
+    if not _translation_of(d, chad_rev.TRANSLATION, work):  # its zeros may be symbolic: materialise them
+        result = C("chadDense", V("x"), result)
+    back = ir.Let("back", ir.Get(2, 2, V(p)), result)
     body = ir.Let(p, ir.Call(DerivedName(chad_rev.TRANSLATION, base), V("x")), back)
     params = (ir.Param("x", d.arg_type), ir.Param("dt", tangent_type(d.ret)))
     return ir.Def(DerivedName("chadrev", base), tangent_type(d.arg_type), params, body, span=d.span)
@@ -192,7 +245,10 @@ def fwd_wrapper(d: ir.Def, work: Work) -> ir.Def:
     require_first_order(d, "chadfwd")
     base = erase_types(d.name)
     p = "p"  # a fixed name: the wrapper is the same whether or not the stages were shown
-    tangent = ir.Let("tan", ir.Get(2, 2, V(p)), C("chadDense", ir.Get(1, 2, V(p)), ir.App(V("tan"), V("dx"))))
+    result = ir.App(V("tan"), V("dx"))
+    if not _translation_of(d, chad_fwd.TRANSLATION, work):  # its zeros may be symbolic: materialise them
+        result = C("chadDense", ir.Get(1, 2, V(p)), result)
+    tangent = ir.Let("tan", ir.Get(2, 2, V(p)), result)
     body = ir.Let(p, ir.Call(DerivedName(chad_fwd.TRANSLATION, base), V("x")), tangent)
     params = (ir.Param("x", d.arg_type), ir.Param("dx", tangent_type(d.arg_type)))
     return ir.Def(DerivedName("chadfwd", base), tangent_type(d.ret), params, body, span=d.span)
