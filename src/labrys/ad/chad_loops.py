@@ -128,7 +128,8 @@ def _ifoldr_impl(t: Type):
 
 primitive("chadFoldR", _foldr_type, _foldr_impl,
           "(chadFoldR y a0 xs γ): CHAD reverse of (fold step a0 xs) from y = Rev of the step: the result and "
-          "its backpropagator, run as a loop newest step first (γ: the step's context, for §9's lowering).", cost=lambda r, a: 0, nondiff=True)
+          "its backpropagator, run as a loop newest step first (γ: the step's context, for §9's lowering).",
+          cost=lambda r, a: 0, nondiff=True)
 primitive("chadIFoldR", _ifoldr_type, _ifoldr_impl,
           "(chadIFoldR n y a0 γ): CHAD reverse of (ifold n step a0), as chadFoldR.", cost=lambda r, a: 0,
           nondiff=True)

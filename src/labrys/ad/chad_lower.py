@@ -69,10 +69,10 @@ def sizeless(t: Type) -> bool:
 def reals(t: Type) -> bool:
     """A linear type ts_add adds: Float, (Tuple), tensors of reals and tuples of them."""
     if isinstance(t, TTensor):
-        return t.elem == FLOAT
+        return t.elem == FLOAT or isinstance(t.elem, TTensor) and reals(t.elem)
     if isinstance(t, TTuple):
         return all(reals(e) for e in t.elems)
-    return t == FLOAT
+    return t == FLOAT or t == UNIT
 
 
 def literal_zero(t: Type) -> ir.Expr:
