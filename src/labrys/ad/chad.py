@@ -41,7 +41,7 @@ from . import chad_fwd, chad_loops, chad_rev, chad_runtime, dual_numbers  # noqa
 from .chad_common import name_applied_functions
 from .chad_linear import check_linear
 from .chad_linear_view import show_linear_def
-from .chad_lower import is_lowered, lower_body, runtime_left, translations_called
+from .chad_lower import guard_lowered_calls, is_lowered, lower_body, runtime_left, translations_called
 from .chad_simplify import simplify_def
 from .pipeline import ORIGINAL, Pass, Work
 from .scalarise import scalarise
@@ -144,19 +144,24 @@ def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
         formers stay the dynamic run time's primitives (⊸ as lam, copowers as append-tree lists,
         0 symbolic).  An applied compound linear map, (snd (y x)) • w, is named, as `.ks` calls
         only names."""
-        named = _with_body(d, name_applied_functions(d.body, work.fresh))
-        why = None
+        why = _not_first_order(d)
         try:
             lowered = check_def(_with_body(d, name_applied_functions(lower_body(d.body, work.fresh), work.fresh)),
                                 work.functions)
         except LabrysError as exc:  # a lowering the checker refuses is a labrys bug: keep the dynamic term
             lowered, why = None, f"internal: the lowered term does not type-check ({exc.message})"
-        if lowered is not None:
+        if lowered is not None and why is None:
             why = _not_lowered_because(lowered, work)
         work.notes["chad lowered"] = why is None
         if why is not None:
             _log.info("CHAD's §9 lowering left %s on the dynamic run time: %s", show_name(d.name), why)
-            return named
+            forward = d.name.derivation == chad_fwd.TRANSLATION
+
+            def lowered_callee(call: ir.Call) -> bool:
+                return call.func != d.name and call.func.derivation in TRANSLATIONS \
+                    and translation_lowered(call.func.derivation, call.func, call.arg.type, work)
+            guarded = guard_lowered_calls(d.body, work.fresh, lowered_callee, forward)
+            return _with_body(d, name_applied_functions(guarded, work.fresh))
         return lowered
 
     def shows(work: Work) -> str:
@@ -173,6 +178,15 @@ def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
             Pass("lower", "§9's lowering, as the .ks that runs: first-order where the types allow (0 a literal, "
                  "+ as add/ts_add, loops as ifold), else ⊸ as lam, copowers as append-tree lists, 0 symbolic",
                  lower))
+
+
+def _not_first_order(d: ir.Def) -> str | None:
+    """Note [All or nothing]: a translation is lowered only if its parameters and primal result are
+    first-order, so every linear value it receives from a caller can be made dense (chadDense)."""
+    primal = d.ret.elems[0] if isinstance(d.ret, TTuple) and d.ret.elems else d.ret
+    if any(has_function(p.type) for p in d.params) or has_function(primal):
+        return "a function-typed parameter or result (its (co)tangents may be symbolic at run time)"
+    return None
 
 
 def _not_lowered_because(d: ir.Def, work: Work) -> str | None:

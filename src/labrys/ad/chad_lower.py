@@ -265,6 +265,29 @@ def lower_body(e: ir.Expr, fresh) -> ir.Expr:
     return map_bottom_up(e, _Lowering(fresh).rewrite)
 
 
+@deep
+def guard_lowered_calls(e: ir.Expr, fresh, lowered, forward: bool) -> ir.Expr:
+    """Note [All or nothing], at the border: in a def that keeps the dynamic run time, the
+    linear map of a *lowered* translation it calls, ``[chadF g] a`` / ``[chadR g] a``, is
+    applied only to a dense argument (``chadDense``: shaped like a, or like g's primal result),
+    since a lowered def cannot open a symbolic zero.  ``lowered(call)`` says which calls
+    go to lowered translations (e typed)."""
+    def rewrite(x: ir.Expr) -> ir.Expr:
+        if not (isinstance(x, ir.Call) and isinstance(x.func, DerivedName) and isinstance(x.type, TTuple)
+                and len(x.type.elems) == 2 and isinstance(x.type.elems[1], TLam) and lowered(x)):
+            return x
+        primal_t, map_t = x.type.elems
+        a, p, v, h = (fresh(s) for s in ("a", "p", "v", "h"))
+        shape, shape_t = (V(a), x.arg.type) if forward else (ir.Get(1, 2, V(p)), primal_t)
+        if _tangent(shape_t) != map_t.arg:
+            return x
+        dense = C("chadDense", shape, V(v))
+        wrapped = ir.Lam(v, map_t.arg, ir.Let(h, ir.Get(2, 2, V(p)), ir.App(V(h), dense)))
+        call = ir.Call(x.func, V(a), span=x.span)
+        return ir.Let(a, x.arg, ir.Let(p, call, ir.Tuple((ir.Get(1, 2, V(p)), wrapped))), type=x.type)
+    return map_bottom_up(e, rewrite)
+
+
 def runtime_left(e: ir.Expr) -> ir.Call | None:
     """The first dynamic run-time primitive left in e (None: e is fully lowered)."""
     for x in nodes(e):
