@@ -41,7 +41,7 @@ from . import chad_fwd, chad_loops, chad_rev, chad_runtime, dual_numbers  # noqa
 from .chad_common import name_applied_functions
 from .chad_linear import check_linear
 from .chad_linear_view import show_linear_def
-from .chad_lower import guard_lowered_calls, is_lowered, lower_body, runtime_left, translations_called
+from .chad_lower import guard_lowered_calls, is_lowered, lower_body, runtime_left, shape_sums, translations_called
 from .chad_simplify import simplify_def
 from .pipeline import ORIGINAL, Pass, Work
 from .scalarise import scalarise
@@ -146,7 +146,8 @@ def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
         only names."""
         why = _not_first_order(d)
         try:
-            lowered = check_def(_with_body(d, name_applied_functions(lower_body(d.body, work.fresh), work.fresh)),
+            first = check_def(_with_body(d, lower_body(d.body, work.fresh)), work.functions)
+            lowered = check_def(_with_body(d, name_applied_functions(shape_sums(first.body), work.fresh)),
                                 work.functions)
         except LabrysError as exc:  # a lowering the checker refuses is a labrys bug: keep the dynamic term
             lowered, why = None, f"internal: the lowered term does not type-check ({exc.message})"

@@ -134,10 +134,6 @@ class _Lowering:
             return ir.Call("sum", args[0], type=t, span=x.span)
         if f == "chadSumBuild" and sizeless(t) and args[0].type == INTEGER:
             return ir.Call("sumbuild", x.arg, type=t, span=x.span)
-        if f == "chadSumBuild" and args[0].type == INTEGER and isinstance(args[1], ir.Lam):
-            like = shape_like(args[1].body, {args[1].var})
-            if like is not None and _tangent(like.type) == t:
-                return ir.Call("ts_sumbuild", ir.Tuple((*args, like)), type=t, span=x.span)
         if f == "chadIFoldF":
             return self.ifold_forward(*args, t)
         if f == "chadFoldF":
@@ -229,34 +225,177 @@ class _Lowering:
 _MAX_SHAPE_DEPTH = 64
 
 
-def shape_like(e: ir.Expr, bound: set[str], depth: int = 0) -> ir.Expr | None:
+class Shapes:
     """Note [Zeros shaped like the context]: a primal expression whose zero tangent is the zero
-    of the lowered linear term e (its sizes read from primal values), free of the variables
-    ``bound`` (a loop's index, e's own binders); None if e does not say its shape.  Typed."""
-    if depth > _MAX_SHAPE_DEPTH or e.type is None:
+    of a lowered linear term (its sizes read from primal values), or None if the term does not
+    say its shape.  ``env`` maps the def's uniquely let-bound names to their right-hand sides,
+    so a Σ of the per-element backpropagators of a build, ``Σ_i get (h (index i w))`` with
+    ``h = get$2$2 (y i)``, is shaped like the result of y's backpropagator."""
+
+    def __init__(self, body: ir.Expr) -> None:
+        counts: dict[str, int] = {}
+        self.env: dict[str, ir.Expr] = {}
+        for x in nodes(body):
+            for name in _binders(x):
+                counts[name] = counts.get(name, 0) + 1
+            if isinstance(x, ir.Let) and isinstance(x.binder, str):
+                self.env[x.binder] = x.rhs
+            elif isinstance(x, ir.Let):
+                for k, name in enumerate(x.binder):
+                    self.env[name] = (k + 1, len(x.binder), x.rhs)
+        self.env = {k: v for k, v in self.env.items() if counts.get(k) == 1}
+
+    def like(self, e: ir.Expr, bound: set[str], depth: int = 0) -> ir.Expr | None:
+        """The shape of e, free of ``bound`` (variables not in scope where it is used)."""
+        if depth > _MAX_SHAPE_DEPTH or e.type is None:
+            return None
+        if e.type == FLOAT:
+            return ir.Const(0.0, FLOAT, type=FLOAT)
+        if e.type == UNIT:
+            return ir.Tuple((), type=UNIT)
+        match e:
+            case ir.Call("ts_delta", ir.Tuple((xs, _, _))):
+                return self.expand(xs, bound, depth + 1)
+            case ir.Call("ts_zero", x):
+                return self.expand(x, bound, depth + 1)
+            case ir.Call("ts_add", ir.Tuple((a, b))):
+                return self.like(a, bound, depth + 1) or self.like(b, bound, depth + 1)
+            case ir.Call("ts_sumbuild", ir.Tuple((_, _, like))):
+                return self.expand(like, bound, depth + 1)
+            case ir.Tuple(elems):  # a part without a shape is a hole: a projection may not need it
+                parts = [self.like(x, bound, depth + 1) or _hole() for x in elems]
+                return ir.Tuple(tuple(parts), type=TTuple(tuple(p.type for p in parts)))
+            case ir.Var(name) if name in self.env:
+                rhs = self.rhs(name, e.type)
+                return self.like(rhs, bound | _all_binders(rhs), depth + 1)
+            case ir.Let(_, _, body):
+                return self.like(body, bound | set(_binders(e)), depth + 1)
+            case ir.If(_, a, b):
+                return self.like(a, bound, depth + 1) or self.like(b, bound, depth + 1)
+            case ir.Get(i, n, x):
+                return self.component(x, i, n, e.type, bound, depth + 1)
+            case ir.App(f, _):
+                found = self.function(f, bound, depth + 1)
+                return None if found is None else self.like(found[0].body, found[1], depth + 1)
         return None
-    if e.type == FLOAT:
-        return ir.Const(0.0, FLOAT, type=FLOAT)
-    if e.type == UNIT:
-        return ir.Tuple((), type=UNIT)
-    match e:
-        case ir.Call("ts_delta", ir.Tuple((xs, _, _))):
-            return xs if not (free_vars(xs) & bound) else None
-        case ir.Call("ts_add", ir.Tuple((a, b))):
-            return shape_like(a, bound, depth + 1) or shape_like(b, bound, depth + 1)
-        case ir.Call("ts_sumbuild", ir.Tuple((_, _, like))):
-            return like if not (free_vars(like) & bound) else None
-        case ir.Tuple(elems):
-            parts = [shape_like(x, bound, depth + 1) for x in elems]
-            if any(p is None for p in parts):
-                return None
-            return ir.Tuple(tuple(parts), type=TTuple(tuple(p.type for p in parts)))
-        case ir.Let(binder, _, body):
-            names = {binder} if isinstance(binder, str) else set(binder)
-            return shape_like(body, bound | names, depth + 1)
-        case ir.If(_, a, b):
-            return shape_like(a, bound, depth + 1) or shape_like(b, bound, depth + 1)
-    return None
+
+    def rhs(self, name: str, t: Type) -> ir.Expr:
+        rhs = self.env[name]
+        if isinstance(rhs, tuple):  # component k of a tuple-pattern let
+            k, n, whole = rhs
+            return ir.Get(k, n, whole, type=t)
+        return rhs
+
+    def component(self, x: ir.Expr, i: int, n: int, t: Type, bound: set[str], depth: int) -> ir.Expr | None:
+        """The shape of ``get$i$n x`` (of type t)."""
+        if depth > _MAX_SHAPE_DEPTH:
+            return None
+        match x:
+            case ir.Tuple(elems):
+                return self.like(elems[i - 1], bound, depth + 1)
+            case ir.Var(name) if name in self.env:
+                rhs = self.rhs(name, x.type)
+                return self.component(rhs, i, n, t, bound | _all_binders(rhs), depth + 1)
+            case ir.Let(_, _, body):
+                return self.component(body, i, n, t, bound | set(_binders(x)), depth + 1)
+            case ir.Call("rfold", ir.Tuple((_, _, _, _, dacc, czero))):  # (dacc, dv, c): c starts at czero
+                return self.like(dacc, bound, depth + 1) if i == 1 else \
+                    self.like(czero, bound, depth + 1) if i == 3 else None
+            case ir.App(f, _):
+                found = self.function(f, bound, depth + 1)
+                return None if found is None else self.component(found[0].body, i, n, t, found[1], depth + 1)
+        if x.type is None:
+            return None
+        whole = self.like(x, bound, depth + 1)
+        if whole is None:
+            return None
+        return whole.elems[i - 1] if isinstance(whole, ir.Tuple) else ir.Get(i, n, whole, type=t)
+
+    def expand(self, x: ir.Expr, bound: set[str], depth: int) -> ir.Expr | None:
+        """x itself if it is in scope, else with the names out of scope replaced by their
+        definitions (a primal expression; None if that does not bring it in scope)."""
+        if not (free_vars(x) & bound) and _HOLE not in free_vars(x):
+            return x
+        if depth > _MAX_SHAPE_DEPTH:
+            return None
+        match x:
+            case ir.Var(name) if name in self.env:
+                return self.expand(self.rhs(name, x.type), bound, depth + 1)
+            case ir.Tuple(elems):
+                parts = [self.expand(e, bound, depth + 1) or _hole() for e in elems]
+                return ir.Tuple(tuple(parts), type=x.type)
+            case ir.Get(i, n, y):
+                inner = self.expand(y, bound, depth + 1)
+                return None if inner is None else ir.Get(i, n, inner, type=x.type)
+        return None
+
+    def function(self, f: ir.Expr, bound: set[str], depth: int) -> tuple[ir.Lam, set[str]] | None:
+        """The λ that f evaluates to, with the binders crossed to reach it added to ``bound``."""
+        value = self.value(f, bound, depth)
+        if value is None or not isinstance(value[0], ir.Lam):
+            return None
+        lam, crossed = value
+        return lam, crossed | {lam.var}
+
+    def value(self, e: ir.Expr, bound: set[str], depth: int) -> tuple[ir.Expr, set[str]] | None:
+        """The literal (λ or tuple) e evaluates to, looking through names, lets, projections and
+        applications of known λs; every binder inside what is looked into is added to ``bound``."""
+        if depth > _MAX_SHAPE_DEPTH:
+            return None
+        match e:
+            case ir.Var(name) if name in self.env:
+                rhs = self.rhs(name, e.type)
+                return self.value(rhs, bound | _all_binders(rhs), depth + 1)
+            case ir.Lam() | ir.Tuple():
+                return e, bound
+            case ir.Let():
+                return self.value(e.body, bound | set(_binders(e)), depth + 1)
+            case ir.Get(i, _, x):
+                whole = self.value(x, bound, depth + 1)
+                if whole is None or not isinstance(whole[0], ir.Tuple):
+                    return None
+                return self.value(whole[0].elems[i - 1], whole[1], depth + 1)
+            case ir.App(f, _):
+                found = self.function(f, bound, depth + 1)
+                return None if found is None else self.value(found[0].body, found[1], depth + 1)
+        return None
+
+
+_HOLE = "?hole"  # not a name of the language: a part of a shape that is not known
+
+
+def _hole() -> ir.Expr:
+    return ir.Var(_HOLE)
+
+
+def _binders(x: ir.Expr) -> tuple[str, ...]:
+    if isinstance(x, ir.Let):
+        return (x.binder,) if isinstance(x.binder, str) else tuple(x.binder)
+    if isinstance(x, ir.Lam):
+        return (x.var,)
+    if isinstance(x, ir.Case):
+        return (x.left_var, x.right_var)
+    return ()
+
+
+def _all_binders(e: ir.Expr) -> set[str]:
+    return {name for x in nodes(e) for name in _binders(x)}
+
+
+@deep
+def shape_sums(e: ir.Expr) -> ir.Expr:
+    """The Σs left by the first rewrite whose zero is shaped like a primal value: ts_sumbuild."""
+    shapes = Shapes(e)
+
+    def rewrite(x: ir.Expr) -> ir.Expr:
+        if isinstance(x, ir.Call) and x.func == "chadSumBuild" and x.type is not None:
+            n, f = _args(x)
+            if n.type == INTEGER and isinstance(f, ir.Lam):
+                like = shapes.like(f.body, {f.var})
+                if like is not None and _HOLE not in free_vars(like) and _tangent(like.type) == x.type:
+                    return ir.Call("ts_sumbuild", ir.Tuple((n, f, like)), type=x.type, span=x.span)
+        return x
+    return map_bottom_up(e, rewrite)
 
 
 @deep
