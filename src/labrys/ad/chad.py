@@ -203,16 +203,19 @@ def _not_lowered_because(d: ir.Def, work: Work) -> str | None:
     return None
 
 
-def translation_lowered(derivation: str, name, arg, work: Work) -> bool:
+def translation_lowered(derivation: str, name, arg, work: Work, of_base: bool = False) -> bool:
     """Whether the CHAD translation ``[derivation g]`` at ``arg`` is lowered (a mutually
-    recursive one still being made counts as not lowered)."""
-    target = work.functions.resolve(name, arg)
-    if target is None or isinstance(target, Primitive):
+    recursive one still being made counts as not lowered); ``of_base``: name is g itself."""
+    try:
+        target = work.functions.resolve(name, arg)
+        if target is None or isinstance(target, Primitive):
+            return False
+        base = target if of_base else work.generator.base_of(target)
+        if isinstance(base, Primitive) or (derivation, id(base)) in work.generator.in_progress:
+            return False
+        return is_lowered(work.generator.derive(derivation, base).d)
+    except LabrysError:  # it cannot be derived: its callers report that themselves
         return False
-    base = work.generator.base_of(target) if isinstance(name, DerivedName) else target
-    if isinstance(base, Primitive) or (derivation, id(base)) in work.generator.in_progress:
-        return False
-    return is_lowered(work.generator.derive(derivation, base).d)
 
 
 def raw_requested() -> bool:
@@ -234,7 +237,7 @@ def require_first_order(d: ir.Def, algorithm: str) -> None:
 
 def _translation_of(d: ir.Def, translation: str, work: Work) -> bool:
     """Whether [translation f] of the user def d is lowered (its wrapper then needs no chadDense)."""
-    return translation_lowered(translation, d.name, d.arg_type, work)
+    return translation_lowered(translation, d.name, d.arg_type, work, of_base=True)
 
 
 TRANSLATIONS = (chad_rev.TRANSLATION, chad_fwd.TRANSLATION)
