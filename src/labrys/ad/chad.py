@@ -146,7 +146,7 @@ def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
         only names."""
         why = _not_first_order(d)
         try:
-            first = check_def(_with_body(d, lower_body(d.body, work.fresh)), work.functions)
+            first = check_def(_with_body(d, lower_body(d.body, work.fresh, d.span)), work.functions)
             lowered = check_def(_with_body(d, name_applied_functions(shape_sums(first.body), work.fresh)),
                                 work.functions)
         except LabrysError as exc:  # a lowering the checker refuses is a labrys bug: keep the dynamic term
@@ -176,7 +176,7 @@ def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
                  shows=shows),
             Pass("simplify", "App. B's simplifier: Table 1, linear β, f • 0 → 0, copower fusion "
                  "(Fig. 5 checked again)", simplify, shows=shows),
-            Pass("lower", "§9's lowering, as the .ks that runs: first-order where the types allow (0 a literal, "
+            Pass("lower", "§9.2's lowering, as the .ks that runs: first-order where the types allow (0 a literal, "
                  "+ as add/ts_add, loops as ifold), else ⊸ as lam, copowers as append-tree lists, 0 symbolic",
                  lower))
 

@@ -50,7 +50,7 @@ additions as the dynamic version (oldest step first).
 from __future__ import annotations
 
 from ..ir import nodes as ir
-from ..ir.build import C, V, index_type
+from ..ir.build import C, V
 from ..ir.names import DerivedName
 from ..ir.traverse import free_vars, map_bottom_up, nodes
 from ..ir.types import FLOAT, INTEGER, UNIT, TLam, TTensor, TTuple, Type
@@ -107,8 +107,8 @@ def _args(e: ir.Call) -> tuple[ir.Expr, ...]:
 
 
 class _Lowering:
-    def __init__(self, fresh) -> None:
-        self.fresh = fresh
+    def __init__(self, fresh, span) -> None:
+        self.fresh, self.span = fresh, span
 
     def rewrite(self, x: ir.Expr) -> ir.Expr:
         if not is_runtime(x) or x.type is None:
@@ -173,8 +173,7 @@ class _Lowering:
         primal loop and, in the backpropagator, rfold (Ellis et al.'s RFold) over the states."""
         a_t, back_t = t.elems
         da_t = back_t.arg
-        yy, a00, xx, cz, p, q, u, w, r, i = (self.fresh(s) for s in ("y", "a0", "xs", "cz", "p", "q", "u", "w",
-                                                                     "r", "i"))
+        yy, a00, xx, cz, q, u, w, r, i = (self.fresh(s) for s in ("y", "a0", "xs", "cz", "q", "u", "w", "r", "i"))
         if indexed:
             n, y, a0, gamma = args
             b_t = INTEGER
@@ -183,17 +182,20 @@ class _Lowering:
             y, a0, xs, gamma = args
             b_t = xs.type.elem
         step_t = TTuple((a_t, b_t))
-        step = ir.Lam(p, step_t, ir.Get(1, 2, ir.App(V(yy), V(p))))
+
+        def step() -> ir.Lam:  # one per use: binders stay unique
+            p = self.fresh("p")
+            return ir.Lam(p, step_t, ir.Get(1, 2, ir.App(V(yy), V(p))))
         back = self.apply(ir.Get(2, 2, ir.App(V(yy), ir.Get(1, 2, V(q)))), ir.Get(2, 2, V(q)), None)
         inner = ir.Get(2, 2, V(u))  # (Tuple dA dB), dB = (Tuple) for ifold's index
         element = ir.Const(0, INTEGER) if indexed else ir.Get(2, 2, inner)  # ifold: the index's cotangent
         step_rev = ir.Lam(q, TTuple((step_t, da_t)), ir.Let(u, back, ir.Tuple((
             ir.Get(1, 2, inner), element, ir.Get(1, 2, V(u))))))
-        sweep = ir.Call("rfold", ir.Tuple((step, step_rev, V(a00), V(xx), V(w), V(cz))))
+        sweep = ir.Call("rfold", ir.Tuple((step(), step_rev, V(a00), V(xx), V(w), V(cz))))
         result = ir.Tuple((ir.Get(3, 3, V(r)), ir.Get(1, 3, V(r)))) if indexed else \
             ir.Tuple((ir.Get(3, 3, V(r)), ir.Tuple((ir.Get(1, 3, V(r)), ir.Get(2, 3, V(r))))))
         backprop = ir.Lam(w, da_t, ir.Let(r, sweep, result))
-        primal = ir.Call("fold", ir.Tuple((step, V(a00), V(xx))))
+        primal = ir.Call("fold", ir.Tuple((step(), V(a00), V(xx))))
         g = self.fresh("g")  # named: a call whose argument is a tuple literal reads as several arguments
         zero = ir.Let(g, gamma, C("ts_zero", V(g)))
         return ir.Let(yy, y, ir.Let(a00, a0, ir.Let(xx, xs, ir.Let(cz, zero, ir.Tuple((primal, backprop))))))
@@ -213,12 +215,11 @@ class _Lowering:
         tan_arg = ir.Tuple((ir.Get(1, 2, V(v)), ir.Tuple((ir.Get(2, 2, acc), C("index", V(k), dxs)))))
         step = ir.Let(k, ir.Get(2, 2, V(q)), ir.Let(r, r_app, ir.Tuple((
             ir.Get(1, 2, V(r)), self.apply(ir.Get(2, 2, V(r)), tan_arg, da_t)))))
-        size = C("size", V(xx)) if index_type(xs.type) == INTEGER else None
-        if size is None:
-            return None  # unreachable: folds are over vectors
+        size = C("size", V(xx))
         loop = ir.Call("ifold", ir.Tuple((size, ir.Lam(q, qt, step),
                                           ir.Tuple((V(a00), ir.Get(1, 2, ir.Get(2, 2, V(v))))))))
-        tangent = ir.Lam(v, tan_t.arg, ir.Get(2, 2, loop))
+        same = C("eq", C("size", dxs), C("size", V(xx)))  # a tangent of another size: the caller's mistake
+        tangent = ir.Lam(v, tan_t.arg, ir.Assert(same, ir.Get(2, 2, loop), span=self.span))
         return ir.Let(yy, y, ir.Let(a00, a0, ir.Let(xx, xs, ir.Tuple((primal, tangent)))))
 
 
@@ -399,9 +400,10 @@ def shape_sums(e: ir.Expr) -> ir.Expr:
 
 
 @deep
-def lower_body(e: ir.Expr, fresh) -> ir.Expr:
-    """The rewrite of every linear former that has a first-order lowering (e typed)."""
-    return map_bottom_up(e, _Lowering(fresh).rewrite)
+def lower_body(e: ir.Expr, fresh, span=None) -> ir.Expr:
+    """The rewrite of every linear former that has a first-order lowering (e typed); span: the
+    def's, for the errors of the lowered code."""
+    return map_bottom_up(e, _Lowering(fresh, span).rewrite)
 
 
 @deep
