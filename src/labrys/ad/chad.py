@@ -147,7 +147,7 @@ def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
         why = _not_first_order(d)
         try:
             first = check_def(_with_body(d, lower_body(d.body, work.fresh, d.span)), work.functions)
-            lowered = check_def(_with_body(d, name_applied_functions(shape_sums(first.body), work.fresh)),
+            lowered = check_def(_with_body(d, name_applied_functions(shape_sums(first.body, work.fresh), work.fresh)),
                                 work.functions)
         except LabrysError as exc:  # a lowering the checker refuses is a labrys bug: keep the dynamic term
             lowered, why = None, f"internal: the lowered term does not type-check ({exc.message})"

@@ -233,7 +233,8 @@ class Shapes:
     so a Σ of the per-element backpropagators of a build, ``Σ_i get (h (index i w))`` with
     ``h = get$2$2 (y i)``, is shaped like the result of y's backpropagator."""
 
-    def __init__(self, body: ir.Expr) -> None:
+    def __init__(self, body: ir.Expr, fresh) -> None:
+        self.fresh = fresh
         counts: dict[str, int] = {}
         self.env: dict[str, ir.Expr] = {}
         for x in nodes(body):
@@ -279,6 +280,31 @@ class Shapes:
                 found = self.function(f, bound, depth + 1)
                 return None if found is None else self.like(found[0].body, found[1], depth + 1)
         return None
+
+    def fill(self, e: ir.Expr, other: ir.Expr, bound: set[str], depth: int = 0) -> ir.Expr:
+        """e with each ``chadZero`` of a sized type in a tail position replaced by a concrete zero
+        shaped like the same position of ``other`` (the other branch of an if, same type)."""
+        if depth > _MAX_SHAPE_DEPTH:
+            return e
+        while isinstance(other, ir.Let):
+            bound = bound | set(_binders(other))
+            other = other.body
+        match e:
+            case ir.Call("chadZero") if e.type is not None and not sizeless(e.type):
+                like = self.like(other, bound)
+                if like is None or _HOLE in free_vars(like) or _tangent(like.type) != e.type:
+                    return e
+                g = ir.Var(self.fresh("shape"), type=like.type)
+                return ir.Let(g.name, like, ir.Call("ts_zero", g, type=e.type), type=e.type)
+            case ir.Tuple(elems) if isinstance(other, ir.Tuple) and len(other.elems) == len(elems):
+                return ir.Tuple(tuple(self.fill(a, b, bound, depth + 1) for a, b in zip(elems, other.elems)),
+                                type=e.type, span=e.span)
+            case ir.Lam(var, t, body) if isinstance(other, ir.Lam):
+                return ir.Lam(var, t, self.fill(body, other.body, bound | {other.var}, depth + 1),
+                              type=e.type, span=e.span)
+            case ir.Let(binder, rhs, body):
+                return ir.Let(binder, rhs, self.fill(body, other, bound, depth + 1), type=e.type, span=e.span)
+        return e
 
     def rhs(self, name: str, t: Type) -> ir.Expr:
         rhs = self.env[name]
@@ -349,6 +375,8 @@ class Shapes:
                 return self.value(rhs, bound | _all_binders(rhs), depth + 1)
             case ir.Lam() | ir.Tuple():
                 return e, bound
+            case ir.If(_, a, b):  # the branches' (co)tangents have one shape: either says it
+                return self.value(a, bound, depth + 1) or self.value(b, bound, depth + 1)
             case ir.Let():
                 return self.value(e.body, bound | set(_binders(e)), depth + 1)
             case ir.Get(i, _, x):
@@ -384,11 +412,14 @@ def _all_binders(e: ir.Expr) -> set[str]:
 
 
 @deep
-def shape_sums(e: ir.Expr) -> ir.Expr:
+def shape_sums(e: ir.Expr, fresh) -> ir.Expr:
     """The Σs left by the first rewrite whose zero is shaped like a primal value: ts_sumbuild."""
-    shapes = Shapes(e)
+    shapes = Shapes(e, fresh)
 
     def rewrite(x: ir.Expr) -> ir.Expr:
+        if isinstance(x, ir.If) and x.type is not None:  # a zero in one branch, shaped like the other
+            return ir.If(x.cond, shapes.fill(x.then, x.orelse, set()), shapes.fill(x.orelse, x.then, set()),
+                         type=x.type, span=x.span)
         if isinstance(x, ir.Call) and x.func == "chadSumBuild" and x.type is not None:
             n, f = _args(x)
             if n.type == INTEGER and isinstance(f, ir.Lam):
