@@ -41,7 +41,8 @@ from . import chad_fwd, chad_loops, chad_rev, chad_runtime, dual_numbers  # noqa
 from .chad_common import name_applied_functions
 from .chad_linear import check_linear
 from .chad_linear_view import show_linear_def
-from .chad_lower import guard_lowered_calls, is_lowered, lower_body, runtime_left, shape_sums, translations_called
+from .chad_lower import guard_lowered_calls, is_lowered, lower_body, runtime_left, translations_called
+from .chad_lower_shapes import shape_sums
 from .chad_simplify import simplify_def
 from .pipeline import ORIGINAL, Pass, Work
 from .scalarise import scalarise
