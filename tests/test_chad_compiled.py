@@ -174,7 +174,7 @@ def test_lowered_stage_reads_back_and_runs_everywhere(tmp_path, capsys):
     path.write_text(PROGRAM)
     assert main(["show", str(path), "fig2b", "--deriv", "chadrev", "--stages"]) == 0
     out = capsys.readouterr().out
-    lowered = out[out.index("§9's lowering"):out.index("The wrapper")]
+    lowered = out[out.index("§9.2's lowering"):out.index("The wrapper")]
     text = lowered[lowered.index("(def "):].split("\n---")[0]
     assert "chadOneHot" not in text and "chadIFoldR" not in text and "rfold" in text and "ts_delta" in text
     # the lowered [chadR fig2b] is plain .ks: it reads back, type-checks and runs on every backend
