@@ -197,7 +197,8 @@ def test_show_stages_prints_raw_and_simplified_in_the_linear_notation_and_the_lo
     assert "; lin v" in raw and "⊸" in raw and "(lin (v" in raw and "(• " in raw
     assert "(! " in raw and "(!⊗ " in raw        # the copower of f, introduced and eliminated
     assert "(Σ (i" in simplified and "!" not in simplified.replace("§", "")  # fused away
-    assert "(lam (v" in lowered and "(lin " not in lowered and "chadSumBuild" in lowered
+    assert "(lam (v" in lowered and "(lin " not in lowered
+    assert "ts_sumbuild" in lowered and "(chad" not in lowered  # §9: first-order, so it compiles
     labrys.load(lowered[lowered.index("(def "):].split("\n---")[0])  # the lowered stage reads back as .ks
 
 

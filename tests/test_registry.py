@@ -217,13 +217,14 @@ NO_DERIVATIVE = {  # primitives no derivation differentiates, and why
 NOT_COMPILED = {  # what still runs on the python backend (docs/backends.md), to shrink
     "$BENCH", "$check", "$ranhashdoub", "Vec_init", "bogOpen", "bogPack", "ccl",
     "delta1Gradient", "delta1Inputs",
-    "delta2Gradient", "delta2Inputs", "digamma", "dualZip",
+    "delta2Gradient", "delta2Inputs", "dualZip",
     "lmAdd", "lmApply", "lmApplyR", "lmBuild", "lmBuildT", "lmCompose", "lmFold", "lmHCat", "lmHCatV", "lmMake",
     "lmOne", "lmScale", "lmSumBuild", "lmTranspose", "lmVCat", "lmVCatV", "lmZero", "matvec_T", "nTimes", "oplus",
     "otimes",
     "outer", "pr", "print", "rfold", "setAt", "shape", "unzip", "zeroS", "buildFromSparse", "buildFromSparseTupled",
     "dotv", "mul$Mat$Vec",
-    # CHAD's linear layer (closures, append-tree copowers, symbolic zeros): python backend
+    # CHAD's dynamic linear layer (closures, append-tree copowers, symbolic zeros): python backend;
+    # where its §9 lowering applies (ad/chad_lower.py) the generated code calls none of them
     "chadZero", "chadPlus", "chadOpen", "chadLeft", "chadRight", "chadApp", "chadIndex", "chadOneHot",
     "chadSumVec", "chadSumBuild", "chadCopow", "chadCopowFold", "chadFoldR", "chadIFoldR", "chadFoldF",
     "chadIFoldF", "chadDense", "chadZip", "chadUnzip",

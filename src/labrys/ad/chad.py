@@ -31,7 +31,7 @@ from typing import Callable
 from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.build import C, V, index_type
-from ..ir.names import DerivedName, erase_types
+from ..ir.names import DerivedName, erase_types, show_name
 from ..ir.traverse import map_bottom_up
 from ..ir.types import TLam, TTuple, has_function
 from ..opt.anf import desugar_for_ad, rename_apart, spread_arguments
@@ -43,6 +43,8 @@ from . import chad_fwd, chad_loops, chad_rev, chad_runtime, dual_numbers  # noqa
 from .chad_common import name_applied_functions
 from .chad_linear import check_linear
 from .chad_linear_view import show_linear_def
+from .chad_lower import guard_lowered_calls, is_lowered, lower_body, runtime_left, translations_called
+from .chad_lower_shapes import shape_sums
 from .chad_simplify import simplify_def
 from .pipeline import ORIGINAL, Pass, Work
 from .scalarise import scalarise
@@ -140,10 +142,31 @@ def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
         return out
 
     def lower(d: ir.Def, work: Work) -> ir.Def:
-        """§9.2: the term as the `.ks` that runs (Note [One IR for the linear language]): its linear
-        formers already are their lowerings (⊸ as lam, copowers as append-tree lists, 0 symbolic),
-        and an applied compound linear map, (snd (y x)) • w, is named, as `.ks` calls only names."""
-        return _with_body(d, name_applied_functions(d.body, work.fresh))
+        """§9: the term as first-order `.ks` (chad_lower.py): each linear former with a first-order
+        lowering replaced by plain IR — all or nothing (Note [All or nothing]); otherwise its
+        formers stay the dynamic run time's primitives (⊸ as lam, copowers as append-tree lists,
+        0 symbolic).  An applied compound linear map, (snd (y x)) • w, is named, as `.ks` calls
+        only names."""
+        why = _not_first_order(d)
+        try:
+            first = check_def(_with_body(d, lower_body(d.body, work.fresh, d.span)), work.functions)
+            lowered = check_def(_with_body(d, name_applied_functions(shape_sums(first.body, work.fresh), work.fresh)),
+                                work.functions)
+        except LabrysError as exc:  # a lowering the checker refuses is a labrys bug: keep the dynamic term
+            lowered, why = None, f"internal: the lowered term does not type-check ({exc.message})"
+        if lowered is not None and why is None:
+            why = _not_lowered_because(lowered, work)
+        work.notes["chad lowered"] = why is None
+        if why is not None:
+            _log.info("CHAD's §9 lowering left %s on the dynamic run time: %s", show_name(d.name), why)
+            forward = d.name.derivation == chad_fwd.TRANSLATION
+
+            def lowered_callee(call: ir.Call) -> bool:
+                return call.func != d.name and call.func.derivation in TRANSLATIONS \
+                    and translation_lowered(call.func.derivation, call.func, call.arg.type, work)
+            guarded = guard_lowered_calls(d.body, work.fresh, lowered_callee, forward)
+            return _with_body(d, name_applied_functions(guarded, work.fresh))
+        return lowered
 
     def shows(work: Work) -> Callable[[], str]:  # printed when shown: the linear set as it is now
         return functools.partial(show_linear_def, work.notes["chad term"], frozenset(work.notes["chad linear"]))
@@ -156,8 +179,46 @@ def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
                  shows=shows),
             Pass("simplify", "App. B's simplifier: Table 1, linear β, f • 0 → 0, copower fusion "
                  "(Fig. 5 checked again)", simplify, shows=shows),
-            Pass("lower", "§9.2's lowering, as the .ks that runs: ⊸ as lam, copowers as append-tree lists, "
-                 "0 symbolic", lower))
+            Pass("lower", "§9.2's lowering, as the .ks that runs: first-order where the types allow (0 a literal, "
+                 "+ as add/ts_add, loops as ifold), else ⊸ as lam, copowers as append-tree lists, 0 symbolic",
+                 lower))
+
+
+def _not_first_order(d: ir.Def) -> str | None:
+    """Note [All or nothing]: a translation is lowered only if its parameters and primal result are
+    first-order, so every linear value it receives from a caller can be made dense (chadDense)."""
+    primal = d.ret.elems[0] if isinstance(d.ret, TTuple) and d.ret.elems else d.ret
+    if any(has_function(p.type) for p in d.params) or has_function(primal):
+        return "a function-typed parameter or result (its (co)tangents may be symbolic at run time)"
+    return None
+
+
+def _not_lowered_because(d: ir.Def, work: Work) -> str | None:
+    """Why d cannot run without the dynamic run time (None: it can), Note [All or nothing]."""
+    left = runtime_left(d.body)
+    if left is not None:
+        return f"'{left.func}' at type {left.arg.type} has no first-order lowering"
+    for call in translations_called(d.body, TRANSLATIONS):
+        if call.func == d.name:
+            continue  # self-recursion: lowered together
+        if not translation_lowered(call.func.derivation, call.func, call.arg.type, work):
+            return f"it calls {show_name(call.func)}, which keeps the dynamic run time"
+    return None
+
+
+def translation_lowered(derivation: str, name, arg, work: Work, of_base: bool = False) -> bool:
+    """Whether the CHAD translation ``[derivation g]`` at ``arg`` is lowered (a mutually
+    recursive one still being made counts as not lowered); ``of_base``: name is g itself."""
+    try:
+        target = work.functions.resolve(name, arg)
+        if target is None or isinstance(target, Primitive):
+            return False
+        base = target if of_base else work.generator.base_of(target)
+        if isinstance(base, Primitive) or (derivation, id(base)) in work.generator.in_progress:
+            return False
+        return is_lowered(work.generator.derive(derivation, base).d)
+    except LabrysError:  # it cannot be derived: its callers report that themselves
+        return False
 
 
 def raw_requested() -> bool:
@@ -177,12 +238,23 @@ def require_first_order(d: ir.Def, algorithm: str) -> None:
                               "inputs and outputs); differentiate a first-order caller of it", d.span)
 
 
+def _translation_of(d: ir.Def, translation: str, work: Work) -> bool:
+    """Whether [translation f] of the user def d is lowered (its wrapper then needs no chadDense)."""
+    return translation_lowered(translation, d.name, d.arg_type, work, of_base=True)
+
+
+TRANSLATIONS = (chad_rev.TRANSLATION, chad_fwd.TRANSLATION)
+
+
 def rev_wrapper(d: ir.Def, work: Work) -> ir.Def:
     """(def [chadrev f] dS ((x : S) (dt : dT)) (let ((p ([chadR f] x)) (back (get$2$2 p))) (chadDense x (back dt))))"""
     require_first_order(d, "chadrev")
     base = erase_types(d.name)
     p = "p"  # a fixed name: the wrapper is the same whether or not the stages were shown
-    back = ir.Let("back", ir.Get(2, 2, V(p)), C("chadDense", V("x"), ir.App(V("back"), V("dt"))))
+    result = ir.App(V("back"), V("dt"))
+    if not _translation_of(d, chad_rev.TRANSLATION, work):  # its zeros may be symbolic: materialise them
+        result = C("chadDense", V("x"), result)
+    back = ir.Let("back", ir.Get(2, 2, V(p)), result)
     body = ir.Let(p, ir.Call(DerivedName(chad_rev.TRANSLATION, base), V("x")), back)
     params = (ir.Param("x", d.arg_type), ir.Param("dt", tangent_type(d.ret)))
     return ir.Def(DerivedName("chadrev", base), tangent_type(d.arg_type), params, body, span=d.span)
@@ -194,7 +266,10 @@ def fwd_wrapper(d: ir.Def, work: Work) -> ir.Def:
     require_first_order(d, "chadfwd")
     base = erase_types(d.name)
     p = "p"  # a fixed name: the wrapper is the same whether or not the stages were shown
-    tangent = ir.Let("tan", ir.Get(2, 2, V(p)), C("chadDense", ir.Get(1, 2, V(p)), ir.App(V("tan"), V("dx"))))
+    result = ir.App(V("tan"), V("dx"))
+    if not _translation_of(d, chad_fwd.TRANSLATION, work):  # its zeros may be symbolic: materialise them
+        result = C("chadDense", ir.Get(1, 2, V(p)), result)
+    tangent = ir.Let("tan", ir.Get(2, 2, V(p)), result)
     body = ir.Let(p, ir.Call(DerivedName(chad_fwd.TRANSLATION, base), V("x")), tangent)
     params = (ir.Param("x", d.arg_type), ir.Param("dx", tangent_type(d.arg_type)))
     return ir.Def(DerivedName("chadfwd", base), tangent_type(d.ret), params, body, span=d.span)

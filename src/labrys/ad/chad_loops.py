@@ -2,11 +2,13 @@
 and a rule for fold made by the paper's recipe: the paper has no fold): explicit iterations, never host recursion
 proportional to the number of steps (pitfall 12).
 
-    (chadFoldR y a0 xs) : Tuple A (Lam dA (Tuple dΓ (Tuple dA (Vec dB))))
+    (chadFoldR y a0 xs γ) : Tuple A (Lam dA (Tuple dΓ (Tuple dA (Vec dB))))
         y : Lam (Tuple A B) (Tuple A (Lam dA (Tuple dΓ (Tuple dA dB))))  -- Rev[Γ, p] of the step
     (chadFoldF y a0 xs) : Tuple A (Lam (Tuple dΓ (Tuple dA (Vec dB))) dA)
         y : Lam (Tuple A B) (Tuple A (Lam (Tuple dΓ (Tuple dA dB)) dA))  -- Fwd[Γ, p] of the step
     chadIFoldR / chadIFoldF: the same for (ifold n step a0), whose index has (co)tangent (Tuple).
+    γ, the primal of the step's context (shaped like dΓ), is not used here: §9's lowering
+    makes the zero of dΓ from it (chad_lower.py).
 
 The primal loop keeps each step's (co)tangent map; the reverse loop runs them
 newest first, adding the context cotangents and handing the accumulator's on;
@@ -59,7 +61,7 @@ def _step_fwd(y: Type, a: Type, b: Type) -> tuple[Type, Type, Type] | None:
 
 
 def _foldr_type(t: Type) -> Type | None:
-    abc = args_of(t, 3)
+    abc = args_of(t, 4)
     if abc is None or not isinstance(abc[2], TTensor) or abc[2].rank != 1:
         return None
     step = _step_rev(abc[0], abc[1], abc[2].elem)
@@ -70,7 +72,7 @@ def _foldr_type(t: Type) -> Type | None:
 
 
 def _ifoldr_type(t: Type) -> Type | None:
-    abc = args_of(t, 3)
+    abc = args_of(t, 4)
     if abc is None or abc[0] != INTEGER:
         return None
     step = _step_rev(abc[1], abc[2], INTEGER)
@@ -103,7 +105,7 @@ def _reverse_loop(step: TLam, y, a0, items):
 def _foldr_impl(t: Type):
     db = t.elems[0].res.elems[1].res.elems[1].elems[1]
 
-    def foldr(y, a0, xs):
+    def foldr(y, a0, xs, _context):
         acc, back = _reverse_loop(t.elems[0], y, a0, [_item(x) for x in dense(xs).flat])
 
         def cotangent(w):
@@ -114,7 +116,7 @@ def _foldr_impl(t: Type):
 
 
 def _ifoldr_impl(t: Type):
-    def ifoldr(n, y, a0):
+    def ifoldr(n, y, a0, _context):
         acc, back = _reverse_loop(t.elems[1], y, a0, range(n))
 
         def cotangent(w):
@@ -125,10 +127,11 @@ def _ifoldr_impl(t: Type):
 
 
 primitive("chadFoldR", _foldr_type, _foldr_impl,
-          "(chadFoldR y a0 xs): CHAD reverse of (fold step a0 xs) from y = Rev of the step: the result and "
-          "its backpropagator, run as a loop newest step first.", cost=lambda r, a: 0, nondiff=True)
+          "(chadFoldR y a0 xs γ): CHAD reverse of (fold step a0 xs) from y = Rev of the step: the result and "
+          "its backpropagator, run as a loop newest step first (γ: the step's context, for §9's lowering).",
+          cost=lambda r, a: 0, nondiff=True)
 primitive("chadIFoldR", _ifoldr_type, _ifoldr_impl,
-          "(chadIFoldR n y a0): CHAD reverse of (ifold n step a0), as chadFoldR.", cost=lambda r, a: 0,
+          "(chadIFoldR n y a0 γ): CHAD reverse of (ifold n step a0), as chadFoldR.", cost=lambda r, a: 0,
           nondiff=True)
 
 

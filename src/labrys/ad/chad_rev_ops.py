@@ -20,6 +20,7 @@ from ..opt.simplify import simplify
 from ..types.checker import check_expr
 from ..types.primitives import lookup
 from ..types.tangent import is_constant_tangent
+from .chad_common import _nodes as context_nodes
 from .chad_common import args_of_call, is_zero, lam_arg, lget, plus, zero
 from .chad_types import r1, r2
 
@@ -126,6 +127,16 @@ def _sumbuild(tr, e, args, g):
     return ir.Let((nv, nd), tr.term(n, g), ir.Let(y, body, tup(primal, cot)))
 
 
+def context_primal(sub) -> ir.Expr:
+    """The primal of the step's context Γ̄' as the snoc tuple its cotangent has: the loop's zero
+    context cotangent is shaped like it (the dynamic run time ignores it; §9's lowering needs it,
+    Note [Zeros shaped like the context] in chad_lower.py)."""
+    out: ir.Expr = ir.Tuple(())
+    for node in reversed(context_nodes(sub)):
+        out = ir.Tuple((out, V(node.name)))
+    return out
+
+
 def _fold(tr, e, args, g):
     f, acc0, xs = args
     lam = lam_arg(f, "fold", e, tr.algorithm)
@@ -136,7 +147,7 @@ def _fold(tr, e, args, g):
     inner = rt.elems[1]
     cot = ir.Lam(w, r2(e.type), ir.Let(r, ir.App(V(zd), V(w)), plus(tr.embed(sub, g, lget(1, rt, V(r))), plus(
         ir.App(V(a0d), lget(1, inner, lget(2, rt, V(r)))), ir.App(V(xd), lget(2, inner, lget(2, rt, V(r))))))))
-    loop = ir.Let((z, zd), C("chadFoldR", V(y), V(a0), V(xv)), tup(V(z), cot))
+    loop = ir.Let((z, zd), C("chadFoldR", V(y), V(a0), V(xv), context_primal(sub)), tup(V(z), cot))
     return ir.Let((a0, a0d), tr.term(acc0, g), ir.Let((xv, xd), tr.term(xs, g), ir.Let(y, body, loop)))
 
 
@@ -149,7 +160,7 @@ def _ifold(tr, e, args, g):
     rt = TTuple((tr.ctx(sub), r2(acc0.type)))
     cot = ir.Lam(w, r2(e.type), ir.Let(r, ir.App(V(zd), V(w)), plus(
         tr.embed(sub, g, lget(1, rt, V(r))), ir.App(V(a0d), lget(2, rt, V(r))))))
-    loop = ir.Let((z, zd), C("chadIFoldR", V(nv), V(y), V(a0)), tup(V(z), cot))
+    loop = ir.Let((z, zd), C("chadIFoldR", V(nv), V(y), V(a0), context_primal(sub)), tup(V(z), cot))
     return ir.Let((nv, nd), tr.term(n, g), ir.Let((a0, a0d), tr.term(acc0, g), ir.Let(y, body, loop)))
 
 
