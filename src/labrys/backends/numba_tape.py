@@ -70,15 +70,16 @@ def _elements(x: str, t: Type) -> list[str]:
 
 
 def tape_entry(call: str, params: list[tuple[str, Type]]) -> list[str]:
-    """The body of a module's entry that threads a tape: a call on a fresh tape with room for
+    """The body of a module's entry that threads a tape: a call on a tape with room for
     4 IDs per element of the vector arguments (a guess), and once more on one of the size it
-    needed if it did not fit (Note [The tape as arrays])."""
+    needed if it did not fit (Note [The tape as arrays]); a large tape comes from the pool and
+    goes back to it (Note [A pool of tapes])."""
     size = " + ".join(["1024"] + [f"4 * {n}" for x, t in params for n in _elements(x, t)])
-    return [f"    _ids = {size}", "    _tape = _drt_new(_ids, 2 * _ids)", f"    _r = {call}",
-            "    if _drt_fits(_tape):", "        return _r",
-            "    _tape = _drt_refit(_tape)", f"    _r = {call}",
-            "    if not _drt_fits(_tape):", '        raise ValueError("the tape did not fit twice")',
-            "    return _r"]
+    return [f"    _ids = {size}", "    _tape = _drt_take(_ids, 2 * _ids)", f"    _r = {call}",
+            "    if not _drt_fits(_tape):",
+            "        _tape = _drt_refit(_tape)", f"        _r = {call}",
+            "        if not _drt_fits(_tape):", '            raise ValueError("the tape did not fit twice")',
+            "    _drt_give(_tape)", "    return _r"]
 
 
 def _has_delta(t: Type) -> bool:
@@ -126,13 +127,16 @@ class TapeMixin:
             self.emit(f"{t} = _drt_fresh(_tape)")
         elif name == "drtOp":
             xs = [self.atom(a) for a in args]
-            self.emit(f"{t} = _drt_op(_tape, {_tuple(xs[0::2])}, {_tuple(xs[1::2])})")
+            if len(xs) in (2, 4):  # Note [A tape write without branches]
+                self.emit(f"{t} = _drt_op{len(xs) // 2}(_tape, {', '.join(xs)})")
+            else:
+                self.emit(f"{t} = _drt_op(_tape, {_tuple(xs[0::2])}, {_tuple(xs[1::2])})")
         elif name == "Scale":
             r, u = (self.atom(a) for a in args)
-            self.emit(f"{t} = _drt_op(_tape, ({u},), ({r},))")
+            self.emit(f"{t} = _drt_op1(_tape, {u}, {r})")
         elif name == "Add":
             u, v = (self.atom(a) for a in args)
-            self.emit(f"{t} = _drt_op(_tape, ({u}, {v}), (1.0, 1.0))")
+            self.emit(f"{t} = _drt_op2(_tape, {u}, 1.0, {v}, 1.0)")
         elif name == "deltaLet":
             self.emit(f"{t} = {self.atom(args[0])}")
         elif name in ("drtInputs", "deltaInputs"):
