@@ -33,9 +33,10 @@ Note [A tape write without branches]
 ``_drt_op2`` is what a loop of dualrevtape spends its time in, so it is written
 as straight-line code: no test of the run being open, no branch on the tape
 being full.  A write that does not fit goes to a scratch slot (index 0 of
-``pairs``, ``ints[SCR]``) and marks the overflow, with 2 instead of 1 when no
-run is open (the capacities ``ints[CAPN]``, ``ints[CAPK]`` are 0 outside a
-run), which ``_drt_fits`` turns into the error.  Without branches, Numba's
+``pairs``, ``ints[SCR]``) and the counters count on: the run's sweep sees
+that they passed the capacities and marks the overflow.  Outside a run the
+capacities ``ints[CAPN]``, ``ints[CAPK]`` are 0, so nothing is written, and
+the IDs left on the tape after the call are the error (``_drt_fits``).  Without branches, Numba's
 reference-count pruning removes the increments of the tape's arrays that a
 branch kept in the loop, and LLVM keeps the loop tight (dot's forward pass
 went from 18 to 13 ns per element, docs/dualrev.md).  A binary op is the
@@ -64,8 +65,8 @@ from __future__ import annotations
 
 import numpy as _np
 
-# ints[N] next ID, ints[K] pairs used, ints[D] open runs, ints[OVER] 1 once something did not fit
-# (2: a write outside a run), ints[TOP_N], ints[TOP_K] the most IDs and pairs a popped run had,
+# ints[N] next ID, ints[K] pairs used, ints[D] open runs, ints[OVER] 1 once a run did not fit,
+# ints[TOP_N], ints[TOP_K] the most IDs and pairs a popped run had,
 # ints[CAPN], ints[CAPK] the room for IDs and pairs while a run is open (0 otherwise), ints[SCR] a
 # scratch slot (Note [A tape write without branches]); ints[S + i] = start[i];
 # MAX_RUNS runs open at once (a derivative called inside a derivative's run)
@@ -130,7 +131,6 @@ def _drt_fresh(tape):
     n = ints[N]
     ok = n + 1 < ints[CAPN]  # Note [A tape write without branches]
     ints[SCR + ok * (S + n + 1 - SCR)] = ints[K]
-    ints[OVER] |= (1 - ok) * (1 + (ints[D] == 0))
     ints[N] = n + 1
     return n
 
@@ -139,11 +139,9 @@ def _drt_ids(tape, count):
     """``count`` consecutive fresh IDs with empty entries (a vector input); the first."""
     ints = tape[0]
     n, k = ints[N], ints[K]
-    if n + count < ints[CAPN]:
+    if n + count < ints[CAPN]:  # else the sweep finds the overflow
         for q in range(count):
             ints[S + n + 1 + q] = k
-    else:
-        ints[OVER] |= 1 + (ints[D] == 0)
     ints[N] = n + count
     return n
 
@@ -158,7 +156,6 @@ def _drt_op(tape, ids, partials):
         pairs[ok * (at + 2 * q)] = ids[q]  # an ID as a float64: exact below 2^53
         pairs[ok * (at + 2 * q + 1)] = partials[q]
     ints[SCR + ok * (S + n + 1 - SCR)] = k + c
-    ints[OVER] |= (1 - ok) * (1 + (ints[D] == 0))
     ints[N] = n + 1
     ints[K] = k + c
     return n
@@ -173,7 +170,6 @@ def _drt_op1(tape, j1, d1):
     pairs[at] = j1
     pairs[at + 1] = d1
     ints[SCR + ok * (S + n + 1 - SCR)] = k + 1
-    ints[OVER] |= (1 - ok) * (1 + (ints[D] == 0))
     ints[N] = n + 1
     ints[K] = k + 1
     return n
@@ -190,7 +186,6 @@ def _drt_op2(tape, j1, d1, j2, d2):
     pairs[at + 2] = j2
     pairs[at + 3] = d2
     ints[SCR + ok * (S + n + 1 - SCR)] = k + 2
-    ints[OVER] |= (1 - ok) * (1 + (ints[D] == 0))
     ints[N] = n + 1
     ints[K] = k + 2
     return n
@@ -232,6 +227,8 @@ def _drt_sweep(tape, adj):
     A run that did not fit is not swept: the entry runs the call again (Note [The tape as arrays])."""
     ints, pairs = tape[0], tape[1]
     base = _drt_base(tape)
+    if ints[N] >= ints[CAPN] or ints[K] > ints[CAPK]:  # a write of this run did not fit
+        ints[OVER] = 1
     if ints[OVER] == 0:
         for i in range(ints[N] - 1, base, -1):
             a = adj[i - base]
@@ -253,8 +250,9 @@ def _drt_sweep(tape, adj):
 
 
 def _drt_fits(tape):
-    """After a call: True if every write fitted; a write outside a run is an error."""
-    if tape[0][OVER] >= 2:
+    """After a call: True if every write fitted.  Every run pops its IDs, so an ID left
+    on the tape was drawn outside a run: an error."""
+    if tape[0][N] != 0 or tape[0][D] != 0:
         raise ValueError("drtOp outside a run of dualrevtape")
     return tape[0][OVER] == 0
 
