@@ -58,3 +58,31 @@ def test_the_pool_keeps_few_tapes_and_no_huge_one():
     big = (np.empty(rt.POOL_BYTES // 8 + 1),) * 4
     rt._pool_give(big)
     assert rt._POOL == []
+
+
+@pytest.mark.parametrize("alg", ["dualrevtape", "deltarev"])
+def test_sum_mat_vec_compiles_and_is_its_hand_gradient(alg, table1, caplog):
+    """sum (M v) = Σ_ij M_ij v_j: ∂/∂M = outer(ones(rows), v), ∂/∂v = the column sums of M.
+    The dual of the matrix is a struct of arrays of rank 2 (Note [Nested struct of arrays])."""
+    rng = np.random.default_rng(3)
+    d = table1.derive(alg, "sum_mat_vec")
+    with caplog.at_level("INFO", logger="labrys"):
+        for rows, cols in ((5, 4), (1, 7), (300, 200)):  # the last one on a pooled tape
+            m, v = rng.standard_normal((rows, cols)), rng.standard_normal(cols)
+            gm, gv = d((m, v), 1.5)
+            assert np.asarray(gm).shape == (rows, cols)
+            assert np.allclose(gm, 1.5 * np.outer(np.ones(rows), v), rtol=1e-13, atol=0)
+            assert np.allclose(gv, 1.5 * m.sum(axis=0), rtol=1e-12, atol=1e-12)
+    assert f"[{alg} sum_mat_vec]" not in table1.backend.fallbacks
+    assert not [r for r in caplog.records if "sum_mat_vec" in r.getMessage() and "python" in r.getMessage()
+                and r.getMessage().startswith(f"[{alg} sum_mat_vec]")]
+
+
+def test_a_ragged_matrix_still_gives_the_right_gradient(table1, caplog):
+    """Rows of lengths 2 and 1 have no 2-D array: the call runs on python, with a note."""
+    d = table1.derive("dualrevtape", "sum_mat_vec")
+    with caplog.at_level("INFO", logger="labrys"):
+        gm, gv = d(([np.array([1.0, 2.0]), np.array([3.0])], np.array([5.0, 7.0])), 1.0)
+    assert [list(r) for r in gm] == [[5.0, 7.0], [5.0]]  # dot(row, v) reads v[j] for j < len(row)
+    assert list(gv) == [4.0, 2.0]                         # v_0 meets 1 and 3, v_1 meets 2
+    assert any("ragged" in r.getMessage() for r in caplog.records)

@@ -25,9 +25,24 @@ has one.  One case per construct that reads or makes such a vector:
     ts_zero / ts_add / ts_scale / ts_neg of a Vec (Tuple)  ↦  its length (sizes checked)
 
 Every other operation on such a vector (arithmetic, equality, tangent
-operations, a build whose components are vectors, a nested ``Vec (Vec
-(Tuple …))``) raises :class:`Unsupported`: the def runs on ``python``
-with a note, never with a wrong layout.
+operations, a build whose components are vectors) raises :class:`Unsupported`:
+the def runs on ``python`` with a note, never with a wrong layout.
+
+Note [Nested struct of arrays]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+dualrevtape's dual of a matrix ``Vec (Vec Float)`` is ``Vec (Vec (Tuple Float
+Integer))``.  A rectangular vector of vectors of flat tuples is a struct of
+arrays of rank 2, one 2-D column per component:
+
+    Γ ⊢ m : Vec (Vec (Tuple E1 … Ek))  ↦  (n : int64, m : int64, E1[n, m], …, Ek[n, m])
+    (size m)       ↦  m[0]
+    (index i m)    ↦  (m[1], m[2][i], …, m[k+1][i])     a row: the rank-1 struct of arrays
+
+It is made only where its rectangularity is known: dualrevtape's Interleave
+of a matrix, which the boundary has already checked to be rectangular (a
+ragged input is a nested list that no 2-D array holds, and the whole call runs
+on ``python``, Note [Compiled fallback]).  It never crosses the boundary itself
+(``tape_boundary``), and every other operation on it is :class:`Unsupported`.
 """
 from __future__ import annotations
 
@@ -38,7 +53,7 @@ import numpy as np
 from ..ir import nodes as ir
 from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, TSum, TTensor, TTuple, Type
 from ..values import Inj, dense, make_vec
-from .numba_types import COLUMN_DTYPES, UNITS, Unsupported, components, is_soa
+from .numba_types import COLUMN_DTYPES, UNITS, Unsupported, components, is_soa, soa_matrix
 
 
 def element(t: TTensor, v: str, i: str) -> str:
@@ -52,7 +67,15 @@ class SoaMixin:
     """Methods of the Numba emitter for vectors of tuples (Note [Struct of arrays])."""
 
     def soa_call(self, t: str, name: str, args: tuple[ir.Expr, ...], e: ir.Call) -> None:
-        if name == "size" and is_soa(args[0].type):
+        if name == "size" and soa_matrix(args[0].type):  # Note [Nested struct of arrays]
+            self.emit(f"{t} = {self.atom(args[0])}[0]")
+        elif name == "index" and soa_matrix(args[1].type):
+            i, v = self.atom(args[0]), self.atom(args[1])
+            k = self.mod.fresh("i")
+            self.emit(f"{k} = _checkindex({i}, {v}[0])")
+            cols = [f"{v}[{c + 2}][{k}]" for c in range(len(args[1].type.elem.elem.elems))]
+            self.emit(f"{t} = ({v}[1], {', '.join(cols)})")
+        elif name == "size" and is_soa(args[0].type):
             self.emit(f"{t} = {self.atom(args[0])}[0]")
         elif name == "index" and is_soa(args[1].type):
             i, v = self.atom(args[0]), self.atom(args[1])

@@ -47,7 +47,7 @@ from ..ir import nodes as ir
 from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
 from ..types.tangent import is_constant_tangent, tangent_type
 from .numba_sums import placeholder
-from .numba_types import Unsupported, array_rank, is_soa
+from .numba_types import Unsupported, array_rank, is_soa, soa_matrix
 
 # Smeding & Vákár's dualrevtape, then Krawiec et al.'s deltarev (Note [Deltas on the tape])
 TAPE_PRIMITIVES = ("drtZero", "drtOp", "drtInputs", "drtGradient",
@@ -92,12 +92,25 @@ def _has_delta(t: Type) -> bool:
     return isinstance(t, TTensor) and _has_delta(t.elem)
 
 
+def _has_matrix(t: Type) -> bool:
+    if isinstance(t, TTuple):
+        return any(_has_matrix(e) for e in t.elems)
+    if isinstance(t, TSum):
+        return _has_matrix(t.left) or _has_matrix(t.right)
+    return soa_matrix(t)
+
+
 def tape_boundary(d: ir.Def) -> None:
     """A Delta is a node of a tape that lives only inside one compiled call: it cannot be
-    an argument or the result of the call (``[delta f]`` called from outside a run)."""
+    an argument or the result of the call (``[delta f]`` called from outside a run).  Nor
+    can a nested vector of tuples, which has a machine form only inside compiled code
+    (Note [Nested struct of arrays] in numba_soa.py: the dual of a matrix input)."""
     for what, t in [(f"parameter {p.name}", p.type) for p in d.params] + [("result", d.ret)]:
         if _has_delta(t):
             raise Unsupported(f"{what} of type {t} (a Delta outside a run of deltarev)", d.span)
+        if _has_matrix(t):
+            raise Unsupported(f"{what} of type {t} (a nested vector of tuples crosses into compiled "
+                              "code only inside a call)", d.span)
 
 
 def _tuple(parts: list[str]) -> str:
@@ -177,6 +190,11 @@ class TapeMixin:
             return self._soa_ids(x, t, f"{first}", r, [0])
         if isinstance(t, TSum):
             return self._sum(x, t, lambda em, v, u: em.interleave(v, u, e), _unseeded)
+        if array_rank(t) == 2 and isinstance(t.elem, TTensor):  # a matrix: Note [Nested struct of arrays]
+            first = self.mod.fresh("id")
+            self.emit(f"{first} = _drt_ids(_tape, {x}.size)")
+            return (f"({x}.shape[0], {x}.shape[1], {x}.copy(), "
+                    f"_np.arange({first}, {first} + {x}.size).reshape({x}.shape))")
         raise Unsupported(f"dualrevtape's input of type {t}", e.span)
 
     def _soa_ids(self, x: str, t: TTensor, first: str, r: int, q: list[int]) -> str:
@@ -276,6 +294,11 @@ class TapeMixin:
             def absent(em, v, u):
                 return placeholder(tangent_type(u), array_rank)
             return self._sum(x, t, lambda em, v, u: em.deinterleave(adj, c, v, u, e), absent)
+        if array_rank(t) == 2 and isinstance(t.elem, TTensor):  # row by row, as Interleave drew them
+            g = self.mod.fresh("g")
+            self.emit(f"{g} = {adj}[{c}:{c} + {x}.size].copy().reshape({x}.shape)")
+            self.emit(f"{c} += {x}.size")
+            return g
         raise Unsupported(f"dualrevtape's input of type {t}", e.span)
 
     def _soa_adjoints(self, adj: str, c: str, x: str, t: TTensor, r: int, q: list[int], e: ir.Call) -> str:

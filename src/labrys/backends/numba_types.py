@@ -29,7 +29,7 @@ def representable(t: Type, depth: int = 0) -> bool:
         return representable(t.arg, depth + 1) and representable(t.res, depth + 1)
     if closure_vec(t):  # an int64 array of (tag, slot) rows
         return representable(t.elem, depth + 1)
-    return array_rank(t) is not None or int_array(t) or is_soa(t)
+    return array_rank(t) is not None or int_array(t) or is_soa(t) or soa_matrix(t)
 
 
 def closure_vec(t: Type | None) -> bool:
@@ -79,7 +79,15 @@ def column_ok(e: Type) -> bool:
     return e in (FLOAT, INTEGER, BOOL, DELTA) or array_rank(TTensor(1, e)) is not None or is_soa(TTensor(1, e))
 
 
+def soa_matrix(t: Type | None) -> bool:
+    """``Vec (Vec (Tuple …))`` of Float, Integer, Bool columns: a struct of arrays of rank 2
+    (Note [Nested struct of arrays] in numba_soa.py)."""
+    return isinstance(t, TTensor) and t.rank == 1 and isinstance(t.elem, TTensor) and t.elem.rank == 1 and \
+        isinstance(t.elem.elem, TTuple) and len(t.elem.elem.elems) > 0 and \
+        all(e in (FLOAT, INTEGER, BOOL, DELTA) for e in t.elem.elem.elems)
+
+
 def involves_soa(t: Type | None) -> bool:
     if isinstance(t, TTuple):
         return any(involves_soa(e) for e in t.elems)
-    return is_soa(t)
+    return is_soa(t) or soa_matrix(t)
