@@ -83,6 +83,7 @@ NAMES = ("_drt_new", "_drt_take", "_drt_give", "_drt_fresh", "_drt_ids", "_drt_o
          "_drt_begin", "_drt_base", "_drt_adjoints", "_drt_sweep", "_drt_fits", "_drt_refit")
 
 _POOL: list[tuple] = []
+_objmode = None  # Numba's objmode in the helpers' module (IMPORTS); numba is not imported here
 
 
 def _pool_take(ids: int, pairs: int) -> tuple:
