@@ -71,7 +71,23 @@ def _shaped(_x, _like):
     return _x
 
 
-NAMES = ("_idiv", "_checkindex", "_extremum", "_argextremum", "_ranhashdoub", "_shaped") + _tape.NAMES
+def _digamma(_x):
+    """ψ(x), as labrys.prelude.maths.digamma: reflection below 0, recurrence up to 10, the asymptotic series."""
+    if _x != _x or _x == -_np.inf or (_x <= 0.0 and _x == _np.floor(_x)):
+        return _np.nan
+    _acc = 0.0
+    if _x < 0.0:  # ψ(x) = ψ(1 - x) - π cot(πx)
+        _acc = -_np.pi / _np.tan(_np.pi * _x)
+        _x = 1.0 - _x
+    while _x < 10.0:
+        _acc -= 1.0 / _x
+        _x += 1.0
+    _f = 1.0 / (_x * _x)
+    _series = _f * (1 / 12 - _f * (1 / 120 - _f * (1 / 252 - _f * (1 / 240 - _f * (1 / 132)))))
+    return _acc + _np.log(_x) - 0.5 / _x - _series
+
+
+NAMES = ("_idiv", "_digamma", "_checkindex", "_extremum", "_argextremum", "_ranhashdoub", "_shaped") + _tape.NAMES
 
 
 def source() -> str:

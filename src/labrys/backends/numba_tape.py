@@ -190,11 +190,11 @@ class TapeMixin:
             return self._soa_ids(x, t, f"{first}", r, [0])
         if isinstance(t, TSum):
             return self._sum(x, t, lambda em, v, u: em.interleave(v, u, e), _unseeded)
-        if array_rank(t) == 2 and isinstance(t.elem, TTensor):  # a matrix: Note [Nested struct of arrays]
+        if _nested_vec(t):  # a matrix (or deeper): Note [Nested struct of arrays]
             first = self.mod.fresh("id")
             self.emit(f"{first} = _drt_ids(_tape, {x}.size)")
-            return (f"({x}.shape[0], {x}.shape[1], {x}.copy(), "
-                    f"_np.arange({first}, {first} + {x}.size).reshape({x}.shape))")
+            lengths = ", ".join(f"{x}.shape[{d}]" for d in range(array_rank(t)))
+            return f"({lengths}, {x}.copy(), _np.arange({first}, {first} + {x}.size).reshape({x}.shape))"
         raise Unsupported(f"dualrevtape's input of type {t}", e.span)
 
     def _soa_ids(self, x: str, t: TTensor, first: str, r: int, q: list[int]) -> str:
@@ -294,7 +294,7 @@ class TapeMixin:
             def absent(em, v, u):
                 return placeholder(tangent_type(u), array_rank)
             return self._sum(x, t, lambda em, v, u: em.deinterleave(adj, c, v, u, e), absent)
-        if array_rank(t) == 2 and isinstance(t.elem, TTensor):  # row by row, as Interleave drew them
+        if _nested_vec(t):  # row by row, as Interleave drew them
             g = self.mod.fresh("g")
             self.emit(f"{g} = {adj}[{c}:{c} + {x}.size].copy().reshape({x}.shape)")
             self.emit(f"{c} += {x}.size")
@@ -313,6 +313,11 @@ class TapeMixin:
             else:
                 parts.append(f"({x}[0],)")
         return _tuple(parts)
+
+
+def _nested_vec(t: Type) -> bool:
+    """``Vec (Vec … Float)``, at least two deep: its dual is a nested struct of arrays."""
+    return isinstance(t, TTensor) and t.rank == 1 and isinstance(t.elem, TTensor) and (array_rank(t) or 0) >= 2
 
 
 def _unseeded(em, x: str, t: Type) -> str:

@@ -213,9 +213,12 @@ def _drt_base(tape):
 
 
 def _drt_adjoints(tape):
-    """A zero adjoint per ID of the innermost run (indexed by ID − base): the tape's own array."""
-    base = _drt_base(tape)
-    top = min(tape[0][N], tape[3].shape[0])  # a run that did not fit is not swept
+    """A zero adjoint per ID of the innermost run (indexed by ID − base): the tape's own array,
+    or, for a run that did not fit (its IDs past the array; it is not swept), a fresh one in
+    which the outputs can still be seeded."""
+    base, top = _drt_base(tape), tape[0][N]
+    if top > tape[3].shape[0]:
+        return _np.zeros(top - base)
     adj = tape[3][base:top]
     adj[:] = 0.0
     return adj

@@ -79,12 +79,27 @@ def column_ok(e: Type) -> bool:
     return e in (FLOAT, INTEGER, BOOL, DELTA) or array_rank(TTensor(1, e)) is not None or is_soa(TTensor(1, e))
 
 
+def soa_rank(t: Type | None) -> int | None:
+    """r ≥ 2 for ``Vec (… (Vec (Tuple …)))``, r vectors deep, of Float, Integer, Bool columns: a struct
+    of arrays of rank r (Note [Nested struct of arrays] in numba_soa.py); None otherwise."""
+    r = 0
+    while isinstance(t, TTensor) and t.rank == 1:
+        t, r = t.elem, r + 1
+    if r < 2 or not isinstance(t, TTuple) or not t.elems or any(e not in (FLOAT, INTEGER, BOOL, DELTA)
+                                                                for e in t.elems):
+        return None
+    return r
+
+
 def soa_matrix(t: Type | None) -> bool:
-    """``Vec (Vec (Tuple …))`` of Float, Integer, Bool columns: a struct of arrays of rank 2
-    (Note [Nested struct of arrays] in numba_soa.py)."""
-    return isinstance(t, TTensor) and t.rank == 1 and isinstance(t.elem, TTensor) and t.elem.rank == 1 and \
-        isinstance(t.elem.elem, TTuple) and len(t.elem.elem.elems) > 0 and \
-        all(e in (FLOAT, INTEGER, BOOL, DELTA) for e in t.elem.elem.elems)
+    return soa_rank(t) is not None
+
+
+def soa_leaves(t: TTensor) -> tuple[Type, ...]:
+    """The column types of a nested struct of arrays."""
+    while isinstance(t, TTensor):
+        t = t.elem
+    return t.elems
 
 
 def involves_soa(t: Type | None) -> bool:
