@@ -3,6 +3,7 @@ tapes] in labrys.backends.numba_tape_runtime): Table 1's dot product against its
 gradient, the tape's length counted exactly, and the pool's reuse giving a fresh run."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -86,3 +87,64 @@ def test_a_ragged_matrix_still_gives_the_right_gradient(table1, caplog):
     assert [list(r) for r in gm] == [[5.0, 7.0], [5.0]]  # dot(row, v) reads v[j] for j < len(row)
     assert list(gv) == [4.0, 2.0]                         # v_0 meets 1 and 3, v_1 meets 2
     assert any("ragged" in r.getMessage() for r in caplog.records)
+
+
+NESTED = """
+(def cube Float ((x : Vec (Vec Float)) (s : Float))
+  (let (qs (build 2 (lam (k : Integer)
+             (build (size x) (lam (r : Integer)
+               (build (size (index r x)) (lam (c : Integer)
+                 (mul (to_float (add k 1)) (mul s (index c (index r x)))))))))))
+    (sumbuild 2 (lam (k : Integer)
+      (sumbuild (size x) (lam (r : Integer) (sum (index r (index k qs)))))))))
+(def tri Float (x : Vec Float)
+  (let (rows (build (size x) (lam (r : Integer)
+               (build (add r 1) (lam (c : Integer) (mul (index c x) (index r x)))))))
+    (sumbuild (size x) (lam (r : Integer) (sum (index r rows))))))
+(def dg Float (x : Float) (digamma x))
+"""
+
+
+def test_a_vector_of_matrices_of_dual_numbers_is_built_compiled():
+    """qs : Vec (Vec (Vec (Tuple Float Integer))), a struct of arrays of rank 3 built row by row.
+    cube = Σ_k (k + 1)·s·Σ x = 3 s Σ x: ∂/∂x = 3s everywhere, ∂/∂s = 3 Σ x."""
+    m = labrys.load(NESTED, backend="compiled")
+    x, s = np.arange(12.0).reshape(3, 4) - 5.0, 0.75
+    gx, gs = m.derive("dualrevtape", "cube")((x, s), 1.0)
+    assert np.allclose(gx, np.full((3, 4), 3 * s)) and gs == pytest.approx(3 * x.sum())
+    assert "[dualrevtape cube]" not in m.backend.fallbacks
+
+
+def test_a_ragged_build_of_dual_rows_runs_on_python_and_is_right():
+    """tri = Σ_r Σ_{c ≤ r} x_c x_r builds rows of lengths 1 … n: no rank-2 array holds them, so the
+    compiled call stops and the call runs on python.  ∂/∂x_j = Σ_{r ≥ j} x_r + (Σ_{c ≤ j} x_c)."""
+    m = labrys.load(NESTED, backend="compiled")
+    x = np.array([1.0, -2.0, 0.5, 3.0])
+    got = m.derive("dualrevtape", "tri")(x, 1.0)
+    want = [x[j:].sum() + x[:j + 1].sum() for j in range(4)]
+    assert np.allclose(got, want)
+
+
+def test_digamma_compiled_is_its_known_values():
+    """ψ(1) = −γ, ψ(1/2) = −γ − 2 ln 2, ψ(x + 1) = ψ(x) + 1/x (here at x = −2.5 and 30), poles NaN."""
+    m = labrys.load(NESTED, backend="compiled")
+    gamma = 0.5772156649015329
+    assert m.dg(1.0) == pytest.approx(-gamma, rel=1e-13)
+    assert m.dg(0.5) == pytest.approx(-gamma - 2 * np.log(2), rel=1e-13)
+    for x in (-2.5, 30.0):
+        assert m.dg(x + 1) == pytest.approx(m.dg(x) + 1 / x, rel=1e-12)
+    assert np.isnan(m.dg(0.0)) and np.isnan(m.dg(-3.0))
+    assert m.backend.fallbacks == {}
+
+
+@pytest.mark.skipif(not os.environ.get("LABRYS_EXAMPLES"), reason="ADBench GMM compiles for a minute; LABRYS_EXAMPLES")
+def test_gmm_dualrevtape_runs_compiled_and_equals_rev():
+    from labrys.adbench import read_gmm
+    g = read_gmm(ROOT / "data" / "adbench" / "gmm" / "test.txt")
+    m = labrys.load(ROOT / "src" / "labrys" / "adbench" / "gmm.ks", backend="compiled")
+    ref = labrys.load(ROOT / "src" / "labrys" / "adbench" / "gmm.ks", backend="python")
+    got = m.derive("dualrevtape", "gmm_objective")(g.arguments(), 1.0)
+    want = ref.derive("rev", "gmm_objective")(g.arguments(), 1.0)
+    for a, b in zip(got[1:4], want[1:4]):
+        assert np.allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float), rtol=1e-10, atol=1e-12)
+    assert "[dualrevtape gmm_objective]" not in m.backend.fallbacks
