@@ -63,6 +63,8 @@ globals (Note [Compile cache]).
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as _np
 
 # ints[N] next ID, ints[K] pairs used, ints[D] open runs, ints[OVER] 1 once a run did not fit,
@@ -83,22 +85,25 @@ NAMES = ("_drt_new", "_drt_take", "_drt_give", "_drt_fresh", "_drt_ids", "_drt_o
          "_drt_begin", "_drt_base", "_drt_adjoints", "_drt_sweep", "_drt_fits", "_drt_refit")
 
 _POOL: list[tuple] = []
+_LOCK = threading.Lock()
 _objmode = None  # Numba's objmode in the helpers' module (IMPORTS); numba is not imported here
 
 
 def _pool_take(ids: int, pairs: int) -> tuple:
     """The smallest pooled tape with room for ``ids`` IDs and ``pairs`` pairs, or a new one."""
-    fits = [k for k, t in enumerate(_POOL) if t[0].shape[0] >= S + ids + 2 and t[1].shape[0] >= 2 * pairs]
-    if fits:
-        return _POOL.pop(min(fits, key=lambda k: _POOL[k][1].shape[0]))  # by position: arrays have no ==
+    with _LOCK:  # threads take and give concurrently
+        fits = [k for k, t in enumerate(_POOL) if t[0].shape[0] >= S + ids + 2 and t[1].shape[0] >= 2 * pairs]
+        if fits:
+            return _POOL.pop(min(fits, key=lambda k: _POOL[k][1].shape[0]))  # by position: arrays have no ==
     return _drt_new(ids, pairs)
 
 
 def _pool_give(tape: tuple) -> None:
     if sum(a.nbytes for a in tape) <= POOL_BYTES:
-        _POOL.append(tape)
-        _POOL.sort(key=lambda t: -t[1].shape[0])
-        del _POOL[POOL_SIZE:]
+        with _LOCK:
+            _POOL.append(tape)
+            _POOL.sort(key=lambda t: -t[1].shape[0])
+            del _POOL[POOL_SIZE:]
 
 
 def _drt_new(ids, pairs):
