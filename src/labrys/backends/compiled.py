@@ -103,7 +103,7 @@ def to_machine(t: Type) -> Callable[[Any], Any]:
                 return np.zeros((0,) * rank)
             if any(r.shape != rows[0].shape for r in rows):
                 note(f"a ragged {t} (rows of shapes {sorted({r.shape for r in rows})[:3]}…) has no array form: "
-                     "this call runs on the python backend")
+                     "the python backend takes this call")
                 raise Ragged("ragged")
             return np.stack(rows)
         return stack
