@@ -49,7 +49,7 @@ from .numba_soa import nested, soa_from_machine, soa_numba_type, soa_to_machine
 from .numba_source import NumbaModuleSource
 from .numba_sums import sum_from_machine, sum_to_machine
 from .numba_tape import NeedsTape
-from .numba_types import Orchestration, Unsupported, array_rank, is_soa
+from .numba_types import Orchestration, Unsupported, array_rank, is_soa, soa_leaves, soa_rank
 from .python import PythonBackend, note
 
 
@@ -74,6 +74,9 @@ def numba_type(t: Type):
         return types.Tuple((types.boolean, numba_type(t.left), numba_type(t.right)))
     if is_soa(t):  # Note [Struct of arrays]
         return soa_numba_type(t, numba_type)
+    if soa_rank(t):  # Note [Nested struct of arrays]
+        r = soa_rank(t)
+        return types.Tuple((*[types.int64] * r, *(types.Array(numba_type(e), r, "C") for e in soa_leaves(t))))
     if t.elem in (INTEGER, DELTA):
         return types.Array(types.int64, t.rank, "C")
     return types.Array(types.float64, array_rank(t), "C")
@@ -99,6 +102,8 @@ def to_machine(t: Type) -> Callable[[Any], Any]:
             if not rows:
                 return np.zeros((0,) * rank)
             if any(r.shape != rows[0].shape for r in rows):
+                note(f"a ragged {t} (rows of shapes {sorted({r.shape for r in rows})[:3]}…) has no array form: "
+                     "the python backend takes this call")
                 raise Ragged("ragged")
             return np.stack(rows)
         return stack

@@ -93,6 +93,6 @@ NAMES = ("_idiv", "_checkindex", "_extremum", "_argextremum", "_ranhashdoub", "_
 
 def source() -> str:
     """The helpers as the module the cache compiles once per cache folder (Note [Compile cache])."""
-    return "import numpy as _np\nfrom numba import njit as _njit\n" + _tape.CONSTANTS + "".join(
+    return "import numpy as _np\nfrom numba import njit as _njit\n" + _tape.CONSTANTS + _tape.IMPORTS + "".join(
         f"\n\n@_njit(cache=_cache)\n{inspect.getsource(globals().get(name) or getattr(_tape, name))}"
         for name in NAMES)

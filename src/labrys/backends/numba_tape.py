@@ -47,7 +47,7 @@ from ..ir import nodes as ir
 from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
 from ..types.tangent import is_constant_tangent, tangent_type
 from .numba_sums import placeholder
-from .numba_types import Unsupported, array_rank, is_soa
+from .numba_types import Unsupported, array_rank, is_soa, soa_matrix
 
 # Smeding & Vákár's dualrevtape, then Krawiec et al.'s deltarev (Note [Deltas on the tape])
 TAPE_PRIMITIVES = ("drtZero", "drtOp", "drtInputs", "drtGradient",
@@ -70,15 +70,16 @@ def _elements(x: str, t: Type) -> list[str]:
 
 
 def tape_entry(call: str, params: list[tuple[str, Type]]) -> list[str]:
-    """The body of a module's entry that threads a tape: a call on a fresh tape with room for
+    """The body of a module's entry that threads a tape: a call on a tape with room for
     4 IDs per element of the vector arguments (a guess), and once more on one of the size it
-    needed if it did not fit (Note [The tape as arrays])."""
+    needed if it did not fit (Note [The tape as arrays]); a large tape comes from the pool and
+    goes back to it (Note [A pool of tapes])."""
     size = " + ".join(["1024"] + [f"4 * {n}" for x, t in params for n in _elements(x, t)])
-    return [f"    _ids = {size}", "    _tape = _drt_new(_ids, 2 * _ids)", f"    _r = {call}",
-            "    if _drt_fits(_tape):", "        return _r",
-            "    _tape = _drt_refit(_tape)", f"    _r = {call}",
-            "    if not _drt_fits(_tape):", '        raise ValueError("the tape did not fit twice")',
-            "    return _r"]
+    return [f"    _ids = {size}", "    _tape = _drt_take(_ids, 2 * _ids)", f"    _r = {call}",
+            "    if not _drt_fits(_tape):",
+            "        _tape = _drt_refit(_tape)", f"        _r = {call}",
+            "        if not _drt_fits(_tape):", '            raise ValueError("the tape did not fit twice")',
+            "    _drt_give(_tape)", "    return _r"]
 
 
 def _has_delta(t: Type) -> bool:
@@ -91,12 +92,25 @@ def _has_delta(t: Type) -> bool:
     return isinstance(t, TTensor) and _has_delta(t.elem)
 
 
+def _has_matrix(t: Type) -> bool:
+    if isinstance(t, TTuple):
+        return any(_has_matrix(e) for e in t.elems)
+    if isinstance(t, TSum):
+        return _has_matrix(t.left) or _has_matrix(t.right)
+    return soa_matrix(t)
+
+
 def tape_boundary(d: ir.Def) -> None:
     """A Delta is a node of a tape that lives only inside one compiled call: it cannot be
-    an argument or the result of the call (``[delta f]`` called from outside a run)."""
+    an argument or the result of the call (``[delta f]`` called from outside a run).  Nor
+    can a nested vector of tuples, which has a machine form only inside compiled code
+    (Note [Nested struct of arrays] in numba_soa.py: the dual of a matrix input)."""
     for what, t in [(f"parameter {p.name}", p.type) for p in d.params] + [("result", d.ret)]:
         if _has_delta(t):
             raise Unsupported(f"{what} of type {t} (a Delta outside a run of deltarev)", d.span)
+        if _has_matrix(t):
+            raise Unsupported(f"{what} of type {t} (a nested vector of tuples crosses into compiled "
+                              "code only inside a call)", d.span)
 
 
 def _tuple(parts: list[str]) -> str:
@@ -126,13 +140,16 @@ class TapeMixin:
             self.emit(f"{t} = _drt_fresh(_tape)")
         elif name == "drtOp":
             xs = [self.atom(a) for a in args]
-            self.emit(f"{t} = _drt_op(_tape, {_tuple(xs[0::2])}, {_tuple(xs[1::2])})")
+            if len(xs) in (2, 4):  # Note [A tape write without branches]
+                self.emit(f"{t} = _drt_op{len(xs) // 2}(_tape, {', '.join(xs)})")
+            else:
+                self.emit(f"{t} = _drt_op(_tape, {_tuple(xs[0::2])}, {_tuple(xs[1::2])})")
         elif name == "Scale":
             r, u = (self.atom(a) for a in args)
-            self.emit(f"{t} = _drt_op(_tape, ({u},), ({r},))")
+            self.emit(f"{t} = _drt_op1(_tape, {u}, {r})")
         elif name == "Add":
             u, v = (self.atom(a) for a in args)
-            self.emit(f"{t} = _drt_op(_tape, ({u}, {v}), (1.0, 1.0))")
+            self.emit(f"{t} = _drt_op2(_tape, {u}, 1.0, {v}, 1.0)")
         elif name == "deltaLet":
             self.emit(f"{t} = {self.atom(args[0])}")
         elif name in ("drtInputs", "deltaInputs"):
@@ -173,6 +190,11 @@ class TapeMixin:
             return self._soa_ids(x, t, f"{first}", r, [0])
         if isinstance(t, TSum):
             return self._sum(x, t, lambda em, v, u: em.interleave(v, u, e), _unseeded)
+        if _nested_vec(t):  # a matrix (or deeper): Note [Nested struct of arrays]
+            first = self.mod.fresh("id")
+            self.emit(f"{first} = _drt_ids(_tape, {x}.size)")
+            lengths = ", ".join(f"{x}.shape[{d}]" for d in range(array_rank(t)))
+            return f"({lengths}, {x}.copy(), _np.arange({first}, {first} + {x}.size).reshape({x}.shape))"
         raise Unsupported(f"dualrevtape's input of type {t}", e.span)
 
     def _soa_ids(self, x: str, t: TTensor, first: str, r: int, q: list[int]) -> str:
@@ -272,6 +294,11 @@ class TapeMixin:
             def absent(em, v, u):
                 return placeholder(tangent_type(u), array_rank)
             return self._sum(x, t, lambda em, v, u: em.deinterleave(adj, c, v, u, e), absent)
+        if _nested_vec(t):  # row by row, as Interleave drew them
+            g = self.mod.fresh("g")
+            self.emit(f"{g} = {adj}[{c}:{c} + {x}.size].copy().reshape({x}.shape)")
+            self.emit(f"{c} += {x}.size")
+            return g
         raise Unsupported(f"dualrevtape's input of type {t}", e.span)
 
     def _soa_adjoints(self, adj: str, c: str, x: str, t: TTensor, r: int, q: list[int], e: ir.Call) -> str:
@@ -286,6 +313,11 @@ class TapeMixin:
             else:
                 parts.append(f"({x}[0],)")
         return _tuple(parts)
+
+
+def _nested_vec(t: Type) -> bool:
+    """``Vec (Vec … Float)``, at least two deep: its dual is a nested struct of arrays."""
+    return isinstance(t, TTensor) and t.rank == 1 and isinstance(t.elem, TTensor) and (array_rank(t) or 0) >= 2
 
 
 def _unseeded(em, x: str, t: Type) -> str:

@@ -29,7 +29,7 @@ def representable(t: Type, depth: int = 0) -> bool:
         return representable(t.arg, depth + 1) and representable(t.res, depth + 1)
     if closure_vec(t):  # an int64 array of (tag, slot) rows
         return representable(t.elem, depth + 1)
-    return array_rank(t) is not None or int_array(t) or is_soa(t)
+    return array_rank(t) is not None or int_array(t) or is_soa(t) or soa_matrix(t)
 
 
 def closure_vec(t: Type | None) -> bool:
@@ -82,7 +82,30 @@ def column_ok(e: Type) -> bool:
         or is_soa(e)
 
 
+def soa_rank(t: Type | None) -> int | None:
+    """r ≥ 2 for ``Vec (… (Vec (Tuple …)))``, r vectors deep, of Float, Integer, Bool columns: a struct
+    of arrays of rank r (Note [Nested struct of arrays] in numba_soa.py); None otherwise."""
+    r = 0
+    while isinstance(t, TTensor) and t.rank == 1:
+        t, r = t.elem, r + 1
+    if r < 2 or not isinstance(t, TTuple) or not t.elems or any(e not in (FLOAT, INTEGER, BOOL, DELTA)
+                                                                for e in t.elems):
+        return None
+    return r
+
+
+def soa_matrix(t: Type | None) -> bool:
+    return soa_rank(t) is not None
+
+
+def soa_leaves(t: TTensor) -> tuple[Type, ...]:
+    """The column types of a nested struct of arrays."""
+    while isinstance(t, TTensor):
+        t = t.elem
+    return t.elems
+
+
 def involves_soa(t: Type | None) -> bool:
     if isinstance(t, TTuple):
         return any(involves_soa(e) for e in t.elems)
-    return is_soa(t)
+    return is_soa(t) or soa_matrix(t)

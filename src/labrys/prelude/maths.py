@@ -248,4 +248,4 @@ def digamma(x: float) -> float:
 
 primitive("digamma", _unary_type, _unary_impl(digamma, "digamma"),
           "The digamma function ψ, the derivative of lgamma; elementwise on a Tensor N Float.", elementwise="digamma",
-          numba=lambda xs, types, res: f"_digamma({xs[0]})")
+          numba=lambda xs, types, res: None if isinstance(types[0], TTensor) else f"_digamma({xs[0]})")
