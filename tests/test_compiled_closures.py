@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 
 import numpy as np
 import pytest
@@ -212,3 +213,23 @@ def test_a_run_time_error_in_a_returned_closure_is_the_interpreters_error() -> N
             g(5)
         messages.append(str(err.value))
     assert messages[0] == messages[1] and "1:68: error: index 5 out of range" in messages[0]
+
+
+def test_a_closure_whose_apply_numba_refuses_runs_on_python(monkeypatch, on_python, caplog) -> None:
+    """Calling from Python a closure whose apply Numba cannot compile (on the corpus's
+    higher-order program, "cannot type infer runaway recursion") ran on python only for
+    run-time errors: Numba's refusal escaped as "a bug in labrys"."""
+    from numba.core.errors import TypingError
+
+    from labrys.backends import closure_boundary
+
+    m = labrys.load(SHAPES, backend="compiled")
+    add5 = m.adder(5.0)
+
+    def refuse(text, entry, argtypes):
+        raise TypingError("cannot type infer runaway recursion")
+    monkeypatch.setattr(closure_boundary, "compiled_function", refuse)
+    with caplog.at_level(logging.INFO, logger="labrys"):
+        assert add5(1.0) == 6.0 and add5(-5.0) == 0.0
+    assert on_python == ["closure", "closure"]
+    assert sum("Numba could not compile their apply" in r.getMessage() for r in caplog.records) == 1

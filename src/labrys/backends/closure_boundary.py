@@ -29,6 +29,7 @@ from .cache import compiled_function
 from .numba_closures import ClosureTable, key_of, lam_types
 from .numba_sums import machine_placeholder
 from .numba_types import array_rank, closure_vec
+from .python import note
 
 FAILURES = (ArithmeticError, LookupError, AssertionError, ValueError, TypeError, MemoryError)
 
@@ -155,10 +156,11 @@ class Boundary:
         """Apply a closure from compiled code to a Python value, in compiled code; on a
         run-time error, the same application on the python backend (its positioned error)."""
         t = f.ltype
+        if t not in self._callers:
+            self._callers[t] = self._caller(t)
+        if self._callers[t] is None:
+            return self.on_python(f, x)
         try:
-            if t not in self._callers:
-                argtypes = (self.numba_type(t), self.numba_type(t.arg), self.heap_type())
-                self._callers[t] = direct(compiled_function(self.text, self.table.callers[t], argtypes))
             arg = self.inward(t.arg)(x, f.heap)
             result = self._callers[t](f.value, arg, f.heap)
         except Unknown:
@@ -166,6 +168,21 @@ class Boundary:
         except FAILURES:
             return self.on_python(f, x)
         return self.outward(t.res)(result, f.heap)
+
+    def _caller(self, t: TLam) -> Callable | None:
+        """The compiled entry that applies a closure of type t; None when Numba refuses it
+        (e.g. a closure whose apply recurses through another type's: runaway recursion in
+        its type inference), and then every such call runs on python (Note [Compiled fallback])."""
+        argtypes = (self.numba_type(t), self.numba_type(t.arg), self.heap_type())
+        try:
+            return direct(compiled_function(self.text, self.table.callers[t], argtypes))
+        except LabrysError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - Numba's refusals have no common base we may rely on
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            note(f"closures of type {t} called from Python run on the python backend: "
+                 f"Numba could not compile their apply ({first[:120]})")
+            return None
 
     def on_python(self, f: CompiledClosure, x: Any) -> Any:
         node, env = f._ks
