@@ -253,3 +253,16 @@ def test_adbench_lstm_gradient_compiles_whole() -> None:
                      "--backend", "compiled"]) == 0
     assert "runs on the python backend" not in err.getvalue(), err.getvalue()
     assert "relative error" in out.getvalue()
+
+
+def test_tangent_primitives_of_a_literal_tuple_compile() -> None:
+    """``(ts_zero (tuple x v))`` was read as two arguments (a literal tuple is spread
+    for calls of several arguments): "internal error: StopIteration"."""
+    m = labrys.load("""
+(def z (Tuple Float (Vec Float)) ((x : Float) (v : Vec Float)) (ts_zero (tuple x v)))
+(def n (Tuple Float (Vec Float)) ((x : Float) (v : Vec Float)) (ts_neg (tuple x v)))
+""", backend="compiled")
+    zx, zv = m.z(2.0, np.array([1.0, 2.0]))
+    nx, nv = m.n(2.0, np.array([1.0, 2.0]))
+    assert (zx, list(zv), nx, list(nv)) == (0.0, [0.0, 0.0], -2.0, [-1.0, -2.0])
+    assert m.backend.fallbacks == {}

@@ -303,6 +303,9 @@ class TangentMixin:
         if name not in ("ts_add", "ts_scale", "ts_neg", "ts_zero", "ts_dot", "dot"):
             return None
         xs = [self.materialise(self.sparse_atom(a)) for a in args]
+        if name in ("ts_zero", "ts_neg") and len(args) != 1:  # one argument, a literal tuple (spread by call_args)
+            xs = ["(" + ", ".join(xs) + ")"]
+            args = (ir.Tuple(args, type=TTuple(tuple(a.type for a in args))),)
         if name in ("ts_dot", "dot"):
             parts = [self.dot(f"{xs[0]}{p}", f"{xs[1]}{p}", leaf) for p, leaf in leaves(args[0].type)
                      if leaf != TTuple(())]
