@@ -69,8 +69,9 @@ class Boundary:
     whose types involve functions; made once per compiled def."""
 
     def __init__(self, backend, table: ClosureTable, text: str, to_machine: Callable, from_machine: Callable,
-                 numba_type: Callable) -> None:
+                 numba_type: Callable, span=None) -> None:
         self.backend, self.table, self.text = backend, table, text
+        self.span = span  # the def's: where a closure made by generated code (a derivative's) reports errors
         self.to_machine, self.from_machine, self.numba_type = to_machine, from_machine, numba_type
         self._in: dict[Type, Callable] = {}
         self._out: dict[Type, Callable] = {}
@@ -190,7 +191,7 @@ class Boundary:
             return self.backend.cell(self.backend.functions.by_name(node.func))[0](x)
         cand = self.table.by_key[key_of(node)]
         params = tuple(ir.Param(n, ty) for n, ty in cand.env) + (ir.Param(node.var, node.var_type),)
-        d = ir.Def("closure", f.ltype.res, params, node.body, span=node.span)
+        d = ir.Def("closure", f.ltype.res, params, node.body, span=node.span or self.span)
         from .python import PythonBackend
         return PythonBackend.generate(self.backend, d)((*env, x))
 

@@ -168,7 +168,7 @@ class CompiledBackend(PythonBackend):
             return self.fall_back(original, f"{refused or why} is not supported by the compiled backend")
         boundary = None
         if mod.closures.crosses:  # Note [Defunctionalisation]: the entry takes this call's heap
-            boundary = Boundary(self, mod.closures, text, to_machine, from_machine, numba_type)
+            boundary = Boundary(self, mod.closures, text, to_machine, from_machine, numba_type, original.span)
         try:
             heap = (boundary.heap_type(),) if boundary else ()
             fn = compiled_function(text, entry, tuple(numba_type(p.type) for p in d.params) + heap)
