@@ -464,10 +464,9 @@ CLEARER = textwrap.dedent("""
 """)
 
 
-def test_two_compilers_and_a_clearer_at_once(tmp_path, monkeypatch, fresh) -> None:
-    root = use(monkeypatch, tmp_path / "cache")
-    stop, ready = tmp_path / "stop", tmp_path / "ready"
-    env = dict(os.environ, LABRYS_CACHE_DIR=str(root))
+def _race(tmp_path: Path, env: dict, attempt: int) -> int:
+    """Two compilers and a clearer at once; how many modules the clearer deleted."""
+    stop, ready = tmp_path / f"stop{attempt}", tmp_path / f"ready{attempt}"
     clearer = subprocess.Popen([sys.executable, "-c", CLEARER, str(stop), str(ready)], env=env, text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     while not ready.exists() and clearer.poll() is None:
@@ -482,7 +481,15 @@ def test_two_compilers_and_a_clearer_at_once(tmp_path, monkeypatch, fresh) -> No
     for p, (out, err) in zip(compilers, results, strict=True):
         assert (p.returncode, out, err) == (0, "compiled\n", "")
     assert clearer.returncode == 0 and cleared[1] == ""
-    assert int(cleared[0].removeprefix("cleared ")) > 0  # it did delete modules the compilers were using
+    return int(cleared[0].removeprefix("cleared "))
+
+
+def test_two_compilers_and_a_clearer_at_once(tmp_path, monkeypatch, fresh) -> None:
+    root = use(monkeypatch, tmp_path / "cache")
+    env = dict(os.environ, LABRYS_CACHE_DIR=str(root))
+    # the race must happen (the clearer deletes modules the compilers are using); on a loaded
+    # machine the clearer can miss every window, so the whole race is run again, up to 3 times
+    assert any(_race(tmp_path, env, attempt) > 0 for attempt in range(3))
 
     run_f()  # whatever the race left behind, this process compiles (or loads) f
     run_f(OTHER, "g")

@@ -82,8 +82,8 @@ def programs(n_random: int) -> list[Program]:
 def _only(names: tuple[str, ...]):
     everything = verify_module.algorithms
 
-    def chosen():
-        return [a for a in everything() if a.name in names]
+    def chosen(only=None):
+        return [a for a in everything(only) if a.name in names]
     return everything, chosen
 
 
