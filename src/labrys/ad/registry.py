@@ -193,7 +193,7 @@ REGISTRY = Registry((
     _knossos("sufrevpass", "split reverse mode, reverse pass from the BOG", SPLIT, SPLIT_REVERSE,
              split.reverse_signature, split.REVERSE_PIPELINE, **split.STRATEGIES),
     _knossos("sufrev", "split reverse mode: the two passes", SPLIT, REV, knossos.rev_signature,
-             split.SUFREV_PIPELINE, compiled=False, **split.STRATEGIES),
+             split.SUFREV_PIPELINE, **split.STRATEGIES),
     Derivation("CL", "conversion to the categorical combinator language and back", "Knossos", ELLIS,
                "§6, Figs 9–11", SAME_TYPE, FIRST_ORDER, cl.signature, cl.PIPELINE, treats=cl.treats),
     _knossos("proc", "f computed through the procedure language", "§10, Figs 20–22", SAME_TYPE,
