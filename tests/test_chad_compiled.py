@@ -10,20 +10,11 @@ import pytest
 
 import labrys
 from labrys.ad.chad_lower import runtime_left
+from test_chad import PAPER
 
 ROOT = Path(__file__).resolve().parent.parent
 
-PROGRAM = """
-(def fig1a (Tuple Float Float Float) (x : Float)
-  (let ((y (mul 2.0 x)) (z (mul x y)) (w (cos z))) (tuple y z w)))
-(def fig1b Float ((x1 : Float) (x2 : Float) (x3 : Float) (x4 : Float))
-  (let ((y (add (mul x1 x4) (mul 2.0 x2))) (z (mul y x3)) (w (add z x4))) (sin w)))
-(def fig2a (Vec Float) ((x : Float) (n : Integer))
-  (let ((f (lam (z : Float) (add (mul x z) 1.0))) (zs (constVec n x)))
-    (map (lam (z : Float) (f z)) zs)))
-(def fig2b Float ((x1 : Float) (x2 : Vec Float))
-  (let ((f (lam (x2i : Float) (mul x1 x2i))))
-    (sum (map (lam (e : Float) (f e)) x2))))
+PROGRAM = PAPER + """
 (def loops Float ((v : Vec Float) (c : Float))
   (let ((sq (build (size v) (lam (i : Integer) (mul (index i v) (sin (index i v))))))
         (s (sumbuild (size v) (lam (i : Integer) (mul c (index i sq)))))

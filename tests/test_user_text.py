@@ -1,6 +1,6 @@
 """User-facing text names papers by their authors and title (and a section or
 figure), never by the number of a seed, and points to nothing outside the
-repository: no ``../shared``, no implementation-guide files.  This test reads
+repository: no paths into the reference library beside it, no implementation-guide files.  This test reads
 src, tests, docs, examples and the README for those patterns."""
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ from ..values import Inj, dense, make_vec
 from .cache import compiled_function
 from .numba_closures import ClosureTable, key_of, lam_types
 from .numba_sums import machine_placeholder
-from .numba_types import array_rank, closure_vec
+from .numba_types import array_rank, closure_vec, refusal
 from .python import note
 
 FAILURES = (ArithmeticError, LookupError, AssertionError, ValueError, TypeError, MemoryError)
@@ -180,9 +180,8 @@ class Boundary:
         except LabrysError:
             raise
         except Exception as exc:  # noqa: BLE001 - Numba's refusals have no common base we may rely on
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             note(f"closures of type {t} called from Python run on the python backend: "
-                 f"Numba could not compile their apply ({first[:120]})")
+                 f"Numba could not compile their apply ({refusal(exc)})")
             return None
 
     def on_python(self, f: CompiledClosure, x: Any) -> Any:

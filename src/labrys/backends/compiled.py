@@ -49,7 +49,7 @@ from .numba_soa import nested, soa_from_machine, soa_numba_type, soa_to_machine
 from .numba_source import NumbaModuleSource
 from .numba_sums import sum_from_machine, sum_to_machine
 from .numba_tape import NeedsTape
-from .numba_types import Orchestration, Unsupported, array_rank, is_soa, soa_leaves, soa_rank
+from .numba_types import Orchestration, Unsupported, array_rank, is_soa, refusal, soa_leaves, soa_rank
 from .python import PythonBackend, note
 
 
@@ -175,8 +175,7 @@ class CompiledBackend(PythonBackend):
         except LabrysError:
             raise
         except Exception as exc:  # Numba refused the generated code (Note [Compiled fallback])
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            return self.fall_back(original, f"Numba could not compile it ({first[:120]})")
+            return self.fall_back(original, f"Numba could not compile it ({refusal(exc)})")
         self.sources[show_name(d.name)] = text
         if boundary:
             return closure_entry(self, d, fn, boundary)

@@ -401,17 +401,6 @@ class ClosureMixin:
             return True
         raise Unsupported(f"{name} of a vector of function values", e.span)
 
-    def ifold(self, t: str, n: ir.Expr, lam: ir.Lam, init: ir.Expr) -> None:
-        """(ifold n (lam (acc_i : Tuple A Integer) e) acc0): a loop over 0 .. n-1 (a
-        loop over a function value is first given a lambda, :func:`eta_loop_arguments`)."""
-        self.emit(f"{t} = {self.atom(init)}")
-        size = self.atom(n)
-        i = self.mod.fresh("i")
-        self.emit(f"for {i} in range({size}):")
-        inner = self.indented()
-        inner.emit(f"{inner.mod.bind(inner.env, lam.var)} = ({t}, {i})")
-        inner.emit(f"{t} = {inner.atom(lam.body)}")
-
     def apply(self, t: str, e: ir.App) -> None:
         if not isinstance(e.func.type, TLam):
             raise Unsupported(f"a call of a value of type {e.func.type}", e.span)

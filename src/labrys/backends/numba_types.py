@@ -18,6 +18,12 @@ class Orchestration(Unsupported):
     """The def prints (or calls a function that does): Note [Orchestration] in compiled.py."""
 
 
+def refusal(exc: BaseException) -> str:
+    """The first line of Numba's refusal of generated code, for a note."""
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:120]
+
+
 def representable(t: Type, depth: int = 0) -> bool:
     if t in (FLOAT, INTEGER, BOOL, STRING, DELTA):  # a Delta is a node of the tape (Note [Deltas on the tape])
         return True
