@@ -69,7 +69,7 @@ def numba_loads() -> tuple[int, int]:
     from numba.core.dispatcher import Dispatcher
 
     hits = misses = 0
-    for module in cache._loaded.values():
+    for module, _ in cache._loaded.values():
         for v in vars(module).values():
             if isinstance(v, Dispatcher) and v.py_func.__module__ == module.__name__:
                 hits += sum(v.stats.cache_hits.values())
@@ -494,3 +494,15 @@ def test_two_compilers_and_a_clearer_at_once(tmp_path, monkeypatch, fresh) -> No
     run_f()  # whatever the race left behind, this process compiles (or loads) f
     run_f(OTHER, "g")
     assert cache_folder.cache_info().problem == ""
+
+
+def test_an_entry_point_compiled_later_is_recorded_too(tmp_path, monkeypatch, fresh, log) -> None:
+    """A closure returned to Python has its apply compiled from the module already loaded; the
+    record must include that code, or the next process finds files it does not know (and rebuilds)."""
+    use(monkeypatch, tmp_path / "c")
+    src = "(def adder (Lam Float Float) (a : Float) (lam (x : Float) (add x a)))"
+    for _ in range(2):
+        m = labrys.load(src, backend="compiled")
+        assert m.function("adder")(2.0)(3.0) == 5.0
+        fresh()
+    assert not [r for r in log.records if "checksum" in r.getMessage()], log.text

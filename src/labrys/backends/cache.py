@@ -17,7 +17,9 @@ never depends on a Numba cache outside this directory (the package's folder
 may be read-only or damaged).
 
 Integrity.  ``labrys_<key>.json`` records the SHA-256 of every file of the
-entry, written after Numba saved its files.  Before Numba may read them,
+entry, written after Numba saved its files, and again whenever Numba saves
+more for a module already loaded (a closure's apply called from Python is
+compiled from the same module later).  Before Numba may read them,
 the source file must equal the source in memory (the code that runs is
 always compiled from the text in memory, never read back) and every
 recorded checksum must match, with no unrecorded Numba file beside them;
@@ -156,7 +158,7 @@ class Entry:
 
 # --- compiling through the cache ----------------------------------------------------
 
-_loaded: dict[str, types.ModuleType] = {}  # key -> module compiled in this process
+_loaded: dict[str, tuple[types.ModuleType, Entry | None]] = {}  # key -> module compiled in this process, its entry
 _helpers: dict[Path | None, tuple[types.ModuleType, Entry | None]] = {}  # per cache folder; None: in memory
 
 
@@ -167,8 +169,12 @@ def compiled_function(text: str, entry: str, argtypes: tuple) -> Any:
     from numba.core.errors import NumbaError
 
     key = entry_key(text)
-    if key in _loaded:
-        return _compile(_loaded[key], entry, argtypes)
+    if key in _loaded:  # another entry point of a module already loaded (a closure's apply, a heap)
+        module, cached = _loaded[key]
+        fn = _compile(module, entry, argtypes)
+        if cached is not None:
+            _record_new_code(module, cached)
+        return fn
     root = prepared(locate())
     if root is not None:
         try:
@@ -178,11 +184,11 @@ def compiled_function(text: str, entry: str, argtypes: tuple) -> Any:
         except Exception as exc:  # a file vanished or could not be written: not the code's fault
             log.info("cache entry labrys_%s: %s; compiled without the cache", key, _first_line(exc))
         else:
-            _loaded[key] = module
+            _loaded[key] = module, Entry(root, key)
             return fn
     module = _module(text, key, None, helpers(None))
     fn = _compile(module, entry, argtypes)
-    _loaded[key] = module
+    _loaded[key] = module, None
     return fn
 
 
@@ -201,12 +207,21 @@ def _through(entry: Entry, text: str, name: str, argtypes: tuple, retry: bool = 
         entry.purge()
         _helpers.pop(entry.root)[1].purge()
         return _through(entry, text, name, argtypes, retry=False)
-    if not warm or _misses(module):
+    if not warm:
         _record(entry)
-    if _misses(runtime) != getattr(runtime, "_recorded", 0):  # a helper compiled for a new type
-        _record(_helpers[entry.root][1])
-        runtime._recorded = _misses(runtime)
+        module._recorded = _misses(module)
+    _record_new_code(module, entry)
+    _record_new_code(runtime, _helpers[entry.root][1])  # a helper compiled for a new type
     return module, fn
+
+
+def _record_new_code(module: types.ModuleType, entry: Entry) -> None:
+    """Record the entry again when Numba saved code for it since the last record: a later
+    entry point of the same module (Note [Compile cache]) must not look like damage next time."""
+    misses = _misses(module)
+    if misses != getattr(module, "_recorded", 0):
+        _record(entry)
+        module._recorded = misses
 
 
 def helpers(root: Path | None) -> types.ModuleType:
