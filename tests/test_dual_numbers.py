@@ -1,4 +1,4 @@
-"""Krawiec et al. (Krawiec et al.): dualfwd, deltarev1, deltarev2, deltarev.
+"""Krawiec et al., dual numbers and deltas: dualfwd, deltarev1, deltarev2, deltarev.
 
 Expectations come from the paper (Fig. 12's values, §7's blow-up counts),
 from calculus by hand, from finite differences, and from Knossos rev.

@@ -239,10 +239,17 @@ def _reals_of(v: Any, t: Type) -> list[float]:
 
 
 def _dual_zip_numba(xs: list[str], types: list[Type], result: Type) -> str | None:
-    """The compiled backend's code for dualZip of Floats and tuples of them (None: other shapes)."""
+    """The compiled backend's code for dualZip of Floats, Float vectors (nested: Note [Nested struct of
+    arrays] in labrys.backends.numba_soa) and tuples of them (None: other shapes)."""
     def zipped(x: str, dx: str, t: Type) -> str | None:
         if t == FLOAT:
             return f"({x}, {dx})"
+        depth, leaf = 0, t
+        while isinstance(leaf, TTensor) and leaf.rank == 1:
+            depth, leaf = depth + 1, leaf.elem
+        if depth and leaf == FLOAT:  # a struct of arrays of rank depth, columns x and dx
+            lengths = "".join(f"{x}.shape[{k}], " for k in range(depth))
+            return f"({lengths}{x}, _shaped({dx}, {x}))"
         if isinstance(t, TTuple) and t.elems:
             parts = [zipped(f"{x}[{k}]", f"{dx}[{k}]", e) for k, e in enumerate(t.elems)]
             return None if None in parts else "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"

@@ -319,8 +319,8 @@ class LoopEmitter(BogTapeMixin, TapeMixin, ClosureMixin, TangentMixin, SumMixin,
             return
         if self.bog_tape_call(t, name, args, e):  # Note [Recursive BOGs] in labrys.ad.bog_types
             return
-        if involves_soa(e.type) or any(involves_soa(a.type) for a in args):  # Note [Struct of arrays]
-            return self.soa_call(t, name, args, e)
+        if (involves_soa(e.type) or any(involves_soa(a.type) for a in args)) and name not in MAKES_SOA:
+            return self.soa_call(t, name, args, e)  # Note [Struct of arrays]
         if name in ("build", "sumbuild") and isinstance(args[1], ir.Lam):
             return self.loop(t, name, args[0], args[1], e)
         if name == "fold" and isinstance(args[0], ir.Lam):
@@ -372,6 +372,8 @@ _WHAT = {ir.Lam: "lambda", ir.App: "call of a function value", ir.FnRef: "functi
 LOOPS = {"build", "sumbuild", "fold", "ifold", "ts_sumbuild", "sum", "map", "map2", "rfold"}
 # primitives whose ``numba`` code takes tuple arguments (others: None; SUF copies tuples):
 TUPLE_ARGUMENTS = {"index", "dualZip", "dup", "elim"}
+# primitives whose ``numba`` code lays out the structs of arrays it makes (Note [Struct of arrays]):
+MAKES_SOA = {"dualZip"}
 TANGENT_OPERATIONS = {"ts_add", "ts_scale", "ts_neg", "ts_zero", "ts_dot", "dot", "ts_delta", "deltaVec"}
 
 
