@@ -14,7 +14,8 @@ SRC = """
 (def norm2 Float (v : Vec Float) (sumbuild (size v) (lam (i : Integer) (mul (index i v) (index i v)))))
 (def scaled (Vec Float) ((v : Vec Float) (a : Float)) (build (size v) (lam (i : Integer) (mul a (sin (index i v))))))
 (def rowsums (Vec Float) (m : Vec (Vec Float))
-  (build (size m) (lam (i : Integer) (let (r (index i m)) (sumbuild (size r) (lam (j : Integer) (mul (index j r) (index j r))))))))
+  (build (size m) (lam (i : Integer) (let (r (index i m))
+    (sumbuild (size r) (lam (j : Integer) (mul (index j r) (index j r))))))))
 (def outer (Vec (Vec Float)) ((u : Vec Float) (w : Vec Float))
   (build (size u) (lam (i : Integer) (build (size w) (lam (j : Integer) (mul (index i u) (index j w)))))))
 """
