@@ -38,6 +38,8 @@ PROGRAMS = """
   (sum (build (size p) (lam (i : Integer) (let ((a b) (index i p)) (mul a (exp b)))))))
 (def scaled Float ((x : Float) (n : Integer))
   (if (eq n 0) x (scaled (mul 1.0001 x) (sub n 1))))
+(def outer (Vec (Vec Float)) ((u : Vec Float) (w : Vec Float))
+  (build (size u) (lam (i : Integer) (build (size w) (lam (j : Integer) (mul (index i u) (sin (index j w))))))))
 (def sumin Float ((s : Sum Float (Vec Float)) (c : Float))
   (case s ((inl x) (mul c (mul x x))) ((inr v) (mul c (sum v)))))
 """
@@ -53,6 +55,7 @@ CASES = [
     ("mixed", (1.5, 3, False), -2.0),
     ("vout", (np.array([1.0, -2.0, 3.0]), 0.5), np.array([1.0, 0.5, -1.0])),
     ("pairs", ([(1.0, 0.1), (2.0, -0.3), (-1.5, 0.7)],), 1.0),
+    ("outer", (np.array([1.0, -2.0, 3.0]), np.array([0.5, 1.5])), np.array([[1.0, 2.0], [-1.0, 0.5], [3.0, 0.25]])),
     ("sumin", (Inj(True, 1.5), 2.0), 1.0),
     ("sumin", (Inj(False, np.array([1.0, 2.0, 3.0])), 2.0), 1.0),
 ]
