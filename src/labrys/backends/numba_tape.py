@@ -38,7 +38,8 @@ Interleave and Deinterleave walk the input and output by their static types
 (one case per type, as :mod:`labrys.ad.dual_io` walks values): Float, Integer,
 Bool, String, tuples, ``Vec Float`` (a struct of arrays of values and IDs),
 ``Vec`` of tuples of those, sums (the absent side gets ID 0 and is never
-read), and rectangular ``Vec (Vec … Float)`` (Note [Nested struct of arrays]).  Another input or output type raises :class:`Unsupported`: the
+read), and rectangular ``Vec (Vec … Float)`` outputs (Note [Nested struct of
+arrays]).  Another input or output type raises :class:`Unsupported`: the
 derivative runs on ``python`` with a note.
 """
 from __future__ import annotations
