@@ -16,6 +16,8 @@ SRC = """
 (def rowsums (Vec Float) (m : Vec (Vec Float))
   (build (size m) (lam (i : Integer) (let (r (index i m))
     (sumbuild (size r) (lam (j : Integer) (mul (index j r) (index j r))))))))
+(def powsum Float ((v : Vec Float) (k : Integer) (ks : Vec Integer))
+  (sumbuild (size v) (lam (i : Integer) (mul (to_float (index i ks)) (pow (index i v) k)))))
 (def outer (Vec (Vec Float)) ((u : Vec Float) (w : Vec Float))
   (build (size u) (lam (i : Integer) (build (size w) (lam (j : Integer) (mul (index i u) (index j w)))))))
 """
@@ -33,6 +35,7 @@ def m():
     ("norm2", (V, DV), 2 * V @ DV),
     ("scaled", ((V, 1.5), (DV, 0.25)), 1.5 * np.cos(V) * DV + 0.25 * np.sin(V)),
     ("rowsums", (M, DM), 2 * (M * DM).sum(axis=1)),
+    ("powsum", ((V, 3, np.arange(5)), (DV, (), [(), (), (), (), ()])), (np.arange(5) * 3 * V**2) @ DV),
     ("outer", ((V, V[:3]), (DV, DV[:3])), np.outer(DV, V[:3]) + np.outer(V, DV[:3])),
 ])
 def test_dualfwd_of_vectors_compiles_and_matches_numpy(m, name, args, expected) -> None:

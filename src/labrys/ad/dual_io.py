@@ -244,6 +244,8 @@ def _dual_zip_numba(xs: list[str], types: list[Type], result: Type) -> str | Non
     def zipped(x: str, dx: str, t: Type) -> str | None:
         if t == FLOAT:
             return f"({x}, {dx})"
+        if dual_type(t, FLOAT) == t:  # no reals: its dual is itself
+            return x
         depth, leaf = 0, t
         while isinstance(leaf, TTensor) and leaf.rank == 1:
             depth, leaf = depth + 1, leaf.elem
