@@ -35,6 +35,7 @@ from .numba_bounds import hoist_index_checks
 from .numba_closures import ClosureMixin, ClosureTable, eta_loops, lam_types
 from .numba_loops import LoopMixin
 from .numba_rfold import RFoldMixin
+from .numba_scratch import ScratchMixin
 from .numba_soa import SoaMixin
 from .numba_sums import SumMixin
 from .numba_tangents import SparseSum, TangentMixin, rebuild
@@ -234,8 +235,8 @@ class NumbaModuleSource(PyModuleSource):
         return "\n".join(out) + "\n"
 
 
-class LoopEmitter(BogTapeMixin, TapeMixin, ClosureMixin, TangentMixin, SumMixin, SoaMixin, RFoldMixin, LoopMixin,
-                  Emitter):
+class LoopEmitter(ScratchMixin, BogTapeMixin, TapeMixin, ClosureMixin, TangentMixin, SumMixin, SoaMixin, RFoldMixin,
+                  LoopMixin, Emitter):
     """Statements for Numba: loops instead of higher-order primitives."""
 
     mod: NumbaModuleSource

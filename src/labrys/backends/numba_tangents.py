@@ -38,6 +38,19 @@ class Added:
     """A loop's result already added into the enclosing loop's accumulator."""
 
 
+class Negated(str):
+    """An accumulator that a loop subtracts from: its result is negated before it is
+    added (Note [Nested accumulation])."""
+
+
+def _op(acc: str) -> str:
+    return "-=" if isinstance(acc, Negated) else "+="
+
+
+def negate(acc: str) -> str:
+    return str.__str__(acc) if isinstance(acc, Negated) else Negated(acc)
+
+
 ADDED = Added()
 
 
@@ -56,7 +69,10 @@ def plan_nested_accumulation(direct: dict[int, list], body: ir.Expr, accs: list[
     itself a component of the result, is added into row i of that component's
     accumulator (a view, ``acc[i]``): the reverse of ``(index i m)`` inside a loop
     over a row of m accumulates in place, with no row-sized temporary per
-    iteration."""
+    iteration.  Either may go through one ``(y (neg x))`` (the reverse of a
+    ``sub``: GMM's ``z = x_i − μ_k``): the inner loop then subtracts from the
+    accumulator (:class:`Negated`) and neither ``neg`` nor its operand is
+    allocated.  Results equal the unfused ones up to the order of additions."""
     chain, e = [], body
     while isinstance(e, ir.Let):
         chain.append(e)
@@ -82,18 +98,41 @@ def plan_nested_accumulation(direct: dict[int, list], body: ir.Expr, accs: list[
         rows: list[ir.Let] = []
         targets = []
         for name, t in zip(let.names, inner):
-            if name in slot and uses.get(name) == 1 and bound.count(name) == 1:
-                targets.append(accs[slot[name]])
+            neg, via = _negation(name, t, let, chain, uses, bound)
+            if neg is not None:
+                rows.append(neg)
+            if via in slot and uses.get(via) == 1 and bound.count(via) == 1:
+                targets.append(negate(accs[slot[via]]) if neg is not None else accs[slot[via]])
                 continue
-            row = _row_target(name, t, let, chain, slot, uses, bound, loop_var)
-            targets.append(None if row is None else ("row", accs[slot[row.binder]], ir.call_args(row.rhs)[1]))
+            row = _row_target(via, t, let, chain, slot, uses, bound, loop_var)
+            if row is None and neg is not None:
+                rows.remove(neg)
+                neg, via = None, name
+                row = _row_target(via, t, let, chain, slot, uses, bound, loop_var)
+            acc = None if row is None else accs[slot[row.binder]]
+            targets.append(None if row is None else
+                           ("row", negate(acc) if neg is not None else acc, ir.call_args(row.rhs)[1]))
             if row is not None:
                 rows.append(row)
-        keys = [t if isinstance(t, str) else t[1] for t in targets if t is not None]
+        keys = [str(t) if isinstance(t, str) else str(t[1]) for t in targets if t is not None]
         if keys and len(set(keys)) == len(keys):
             direct[id(let)] = targets
             for row in rows:
                 direct[id(row)] = ADDED
+
+
+def _negation(name: str, t: Type, inner: ir.Let, chain: list[ir.Let], uses: dict[str, int],
+              bound: list[str]) -> tuple[ir.Let | None, str]:
+    """The let ``(y (neg name))`` of ``chain`` after ``inner`` and y, if name is used only
+    there (Note [Nested accumulation]); else (None, name)."""
+    if not _is_array(t) or uses.get(name) != 1 or bound.count(name) != 1:
+        return None, name
+    for let in chain[chain.index(inner) + 1:]:
+        rhs = let.rhs
+        if isinstance(let.binder, str) and isinstance(rhs, ir.Call) and rhs.func == "neg" \
+                and isinstance(rhs.arg, ir.Var) and rhs.arg.name == name and rhs.type == t:
+            return let, let.binder
+    return None, name
 
 
 def _row_target(name: str, t: Type, inner: ir.Let, chain: list[ir.Let], slot: dict[str, int],
@@ -173,7 +212,8 @@ class TangentMixin:
     def row_view(self, target: tuple) -> str:
         """Row i of an accumulator, as a view to accumulate into (Note [Nested accumulation])."""
         _, acc, i = target
-        return self.named(f"{acc}[_checkindex({self.atom(i)}, {acc}.shape[0])]")
+        view = self.named(f"{acc}[_checkindex({self.atom(i)}, {acc}.shape[0])]")
+        return Negated(view) if isinstance(acc, Negated) else view
 
     def named(self, code: str) -> str:
         t = self.mod.fresh()
@@ -229,9 +269,9 @@ class TangentMixin:
         for i, x, may_be_outside in value.terms:
             if may_be_outside:   # Note [deltaVec outside its size]
                 self.emit(f"if 0 <= {i} < {acc}.shape[0]:")
-                self.emit(f"    {acc}[{i}] += {x}")
+                self.emit(f"    {acc}[{i}] {_op(acc)} {x}")
             else:
-                self.emit(f"{acc}[_checkindex({i}, {acc}.shape[0])] += {x}")
+                self.emit(f"{acc}[_checkindex({i}, {acc}.shape[0])] {_op(acc)} {x}")
 
     # --- accumulation -------------------------------------------------------------------
 
@@ -246,11 +286,11 @@ class TangentMixin:
             if isinstance(part, SparseSum):
                 self.add_terms(acc, part)
                 if part.base is not None:
-                    self.emit(f"{acc} += _shaped({part.base}, {acc})")
+                    self.emit(f"{acc} {_op(acc)} _shaped({part.base}, {acc})")
             elif _is_array(leaf):
-                self.emit(f"{acc} += _shaped({part}, {acc})")
+                self.emit(f"{acc} {_op(acc)} _shaped({part}, {acc})")
             else:
-                self.emit(f"{acc} += {part}")
+                self.emit(f"{acc} {_op(acc)} {part}")
 
     def ts_sumbuild(self, n: ir.Expr, lam: ir.Lam, like: ir.Expr,
                     into: list[str | None] | None = None) -> list[str]:
