@@ -1,6 +1,7 @@
-"""The four programs of Table 1 of Smeding & Vákár (Smeding & Vákár, §11): objectives
+"""The four programs of Table 1 of Smeding & Vákár, "Efficient dual-numbers reverse AD via well-known
+program transformations" (§11): objectives
 for the peers, hand-derived gradients for NumPy, and the paper's inputs
-(seed-001-dualrev.md §12: (3, 4); [1..n]·[3, 5, 7, …]; a √n×√n matrix of
+((3, 4); [1..n]·[3, 5, 7, …]; a √n×√n matrix of
 1, 2, 3, … row by row with the vector [3, 5, …]; v = (1, 2, 3), q = (4, 5, 6, 7)).
 
 The paper reports time per unit of n: per gradient for scalar multiplication

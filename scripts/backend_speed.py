@@ -21,7 +21,7 @@ import labrys
 from labrys.adbench import read_gmm
 
 ROOT = Path(__file__).resolve().parents[1]
-GMM = ROOT.parent / "shared" / "data" / "adbench" / "gmm" / "1k" / "gmm_d10_K25.txt"
+GMM = ROOT / "data" / "adbench" / "gmm" / "1k" / "gmm_d10_K25.txt"
 VECTORS = """
 (def sumsq Float (v : Vec Float) (sum (build (size v) (lam (i : Integer) (let (x (index i v)) (mul x x))))))
 (def dot Float ((a : Vec Float) (b : Vec Float)) (sumbuild (size a) (lam (i : Integer) (mul (index i a) (index i b)))))

@@ -1,7 +1,7 @@
 """User-facing text names papers by their authors and title (and a section or
 figure), never by the number of a seed, and points to nothing outside the
 repository: no paths into the reference library beside it, no implementation-guide files.  This test reads
-src, tests, docs, examples and the README for those patterns."""
+src, tests, docs, examples, scripts, benchmarks and the README for those patterns."""
 from __future__ import annotations
 
 import re
@@ -10,7 +10,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 FORBIDDEN = re.compile(
     r"seed[ _-]?00\d"                    # "seed 004", "seed-000-knossos.md"
-    r"|\.\./shared|shared/(?:spec|seeds)"  # the reference material is not part of the product
+    r"|\.\./shared|shared/(?:spec|seeds|data)"  # the reference material is not part of the product
+    r"|\"shared\"\s*/"                     # ... nor a path built to it
     r"|guide §|implementation guide|\bthe guide(?:'s)?\b(?! to)"
     r"|(?-i:LANGUAGE\.md)",              # the language reference is docs/reference.md
     re.IGNORECASE)
@@ -19,7 +20,7 @@ SUFFIXES = {".py", ".md", ".ks", ".txt", ".toml", ".cfg", ".rst"}
 
 def _files() -> list[Path]:
     out = [ROOT / "README.md"]
-    for top in ("src", "tests", "docs", "examples"):
+    for top in ("src", "tests", "docs", "examples", "scripts", "benchmarks"):
         for path in sorted((ROOT / top).rglob("*")):
             if (path.is_file() and path.suffix in SUFFIXES and path != Path(__file__).resolve()
                     and not any(part.endswith(".egg-info") or part == "__pycache__" for part in path.parts)):
