@@ -27,7 +27,7 @@ import numpy as np
 from ..ir import nodes as ir
 from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TLam, TSum, TTensor, TTuple, Type
 from ..values import Inj
-from .numba_types import COLUMN_DTYPES, components, is_soa
+from .numba_types import COLUMN_DTYPES, components, is_soa, soa_rank
 
 
 def placeholder(t: Type, rank: Callable[[Type], int | None]) -> str:
@@ -54,6 +54,9 @@ def placeholder(t: Type, rank: Callable[[Type], int | None]) -> str:
     if is_soa(t):  # no rows: the length 0 and an empty column per component
         from .numba_soa import soa_placeholder
         return soa_placeholder(t)
+    if soa_rank(t):  # Note [Nested struct of arrays] in numba_nested.py
+        from .numba_nested import nested_placeholder
+        return nested_placeholder(t)
     return f"_np.zeros(({'0, ' * rank(t)}))"
 
 

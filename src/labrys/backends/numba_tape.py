@@ -46,8 +46,9 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
 from ..types.tangent import is_constant_tangent, tangent_type
+from .numba_nested import nested_interleave
 from .numba_sums import placeholder
-from .numba_types import Unsupported, array_rank, is_soa, soa_matrix
+from .numba_types import Unsupported, array_rank, is_soa
 
 # Smeding & Vákár's dualrevtape, then Krawiec et al.'s deltarev (Note [Deltas on the tape])
 TAPE_PRIMITIVES = ("drtZero", "drtOp", "drtInputs", "drtGradient",
@@ -92,25 +93,12 @@ def _has_delta(t: Type) -> bool:
     return isinstance(t, TTensor) and _has_delta(t.elem)
 
 
-def _has_matrix(t: Type) -> bool:
-    if isinstance(t, TTuple):
-        return any(_has_matrix(e) for e in t.elems)
-    if isinstance(t, TSum):
-        return _has_matrix(t.left) or _has_matrix(t.right)
-    return soa_matrix(t)
-
-
 def tape_boundary(d: ir.Def) -> None:
     """A Delta is a node of a tape that lives only inside one compiled call: it cannot be
-    an argument or the result of the call (``[delta f]`` called from outside a run).  Nor
-    can a nested vector of tuples, which has a machine form only inside compiled code
-    (Note [Nested struct of arrays] in numba_soa.py: the dual of a matrix input)."""
+    an argument or the result of the call (``[delta f]`` called from outside a run)."""
     for what, t in [(f"parameter {p.name}", p.type) for p in d.params] + [("result", d.ret)]:
         if _has_delta(t):
             raise Unsupported(f"{what} of type {t} (a Delta outside a run of deltarev)", d.span)
-        if _has_matrix(t):
-            raise Unsupported(f"{what} of type {t} (a nested vector of tuples crosses into compiled "
-                              "code only inside a call)", d.span)
 
 
 def _tuple(parts: list[str]) -> str:
@@ -193,8 +181,7 @@ class TapeMixin:
         if _nested_vec(t):  # a matrix (or deeper): Note [Nested struct of arrays]
             first = self.mod.fresh("id")
             self.emit(f"{first} = _drt_ids(_tape, {x}.size)")
-            lengths = ", ".join(f"{x}.shape[{d}]" for d in range(array_rank(t)))
-            return f"({lengths}, {x}.copy(), _np.arange({first}, {first} + {x}.size).reshape({x}.shape))"
+            return nested_interleave(x, array_rank(t), first)
         raise Unsupported(f"dualrevtape's input of type {t}", e.span)
 
     def _soa_ids(self, x: str, t: TTensor, first: str, r: int, q: list[int]) -> str:

@@ -63,7 +63,8 @@ def float_tensor(t: Type) -> bool:
     return array_rank(t) is not None
 
 
-UNITS = TTensor(1, TTuple(()))  # Vec (Tuple): the tangent of a Vec Integer
+UNIT = TTuple(())  # the tangent of an Integer
+UNITS = TTensor(1, UNIT)  # Vec (Tuple): the tangent of a Vec Integer
 
 
 def components(t: Type) -> tuple[Type, ...]:
@@ -89,12 +90,13 @@ def column_ok(e: Type) -> bool:
 
 
 def soa_rank(t: Type | None) -> int | None:
-    """r ≥ 2 for ``Vec (… (Vec (Tuple …)))``, r vectors deep, of Float, Integer, Bool columns: a struct
+    """r ≥ 2 for ``Vec (… (Vec (Tuple …)))``, r vectors deep, of Float, Integer, Bool columns (and units,
+    ``(Tuple)``, the tangent of an Integer, which have no column): a struct
     of arrays of rank r (Note [Nested struct of arrays] in numba_soa.py); None otherwise."""
     r = 0
     while isinstance(t, TTensor) and t.rank == 1:
         t, r = t.elem, r + 1
-    if r < 2 or not isinstance(t, TTuple) or not t.elems or any(e not in (FLOAT, INTEGER, BOOL, DELTA)
+    if r < 2 or not isinstance(t, TTuple) or not t.elems or any(e not in (FLOAT, INTEGER, BOOL, DELTA, UNIT)
                                                                 for e in t.elems):
         return None
     return r

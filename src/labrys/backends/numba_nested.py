@@ -1,0 +1,203 @@
+"""Vectors of vectors of tuples for the ``compiled`` backend: flat columns and offsets.
+
+    Γ ⊢ m : Vec (Vec (Tuple E1 … Ek))  ↦  (n : int64, O1 : int64[n + 1], E1[N], …, Ek[N])
+    Γ ⊢ m : Vec^r (Tuple E1 … Ek)      ↦  (n, O1, …, O(r−1), E1[N], …, Ek[N])
+
+Note [Nested struct of arrays]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A vector of vectors of flat tuples (dualrevtape's dual of a matrix, ``Vec (Vec
+(Tuple Float Integer))``; ADBench hand's skinning weights, ``Vec (Vec (Tuple
+Integer Float))``, one row per vertex of 1 to 4 (bone, weight) pairs) may be
+ragged, so it is not a 2-D array: it is the tuples of every row one after the
+other, one flat column per component, and an offsets array: row i is the
+tuples ``O1[i] ≤ j < O1[i + 1]``.  r vectors deep, there are r − 1 offsets
+arrays, level d's mapping its entries to ranges of level d + 1's (the last
+level's entries are the tuples).  Offsets are absolute: ``index`` returns views
+and never rebases, so a deeper level's offsets need not start at 0.
+
+    (size m)       ↦  m[0]
+    (index i m)    ↦  r = 2:  (b − a, E1[a:b], …, Ek[a:b])        a, b = O1[i], O1[i + 1]
+                      r > 2:  (b − a, O2[a:b + 1], O3, …, E1, …, Ek)
+    (build n (lam i row))  ↦  each row's offsets (shifted) and columns appended
+
+``index`` of a rank-2 struct is the plain struct of arrays of the row (Note
+[Struct of arrays]): 1-D slices, views, no copies.  ``build`` does not know
+the rows' lengths before it runs them (the body may draw tape IDs, so it runs
+once), so the arrays grow: when a row does not fit, an array is reallocated
+at ``max(2 × capacity, used + row's length × rows left)``.  For a rectangular
+nesting the first row's reallocation is the exact total and there is no
+other; a ragged one grows geometrically.  The results are the used prefixes
+(views).  dualrevtape's Interleave of a Float matrix makes its dual from the
+array's shape: offsets ``0, m, 2m, …`` and the values raveled (Note [Deltas on
+the tape] in numba_tape.py).
+
+At the boundary (:func:`nested_to_machine`, :func:`nested_from_machine`) a
+value is converted level by level in Python, ragged or not: a nested list of
+tuples goes in, a ``Vec`` of ``Vec`` of tuples comes out, rows of the
+lengths the offsets say (an empty row is an empty ``Vec``).  Every other
+operation on such a vector (arithmetic, tangent operations) raises
+:class:`Unsupported`: the def runs on ``python`` with a note, never with a
+wrong layout.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..ir import nodes as ir
+from ..ir.types import BOOL, FLOAT, TTensor, Type
+from ..values import dense, make_vec
+from .numba_types import COLUMN_DTYPES, UNIT, soa_leaves, soa_rank
+
+
+def _dtype(e: Type) -> str:
+    return f"_np.{COLUMN_DTYPES[e]}" if e in COLUMN_DTYPES else "_np.float64"
+
+
+def columns(t: TTensor) -> list[Type]:
+    """The types of the flat columns: one per component but a unit's (it has no data)."""
+    return [e for e in soa_leaves(t) if e != UNIT]
+
+
+def nested_numba_type(t: TTensor) -> Any:
+    from numba import types
+    r = soa_rank(t)
+    cols = [types.Array(types.boolean if e == BOOL else types.int64 if e in COLUMN_DTYPES else types.float64, 1, "C")
+            for e in columns(t)]
+    return types.Tuple((types.int64, *[types.Array(types.int64, 1, "C")] * (r - 1), *cols))
+
+
+def nested_placeholder(t: TTensor) -> str:
+    """Source of an empty nested struct of arrays (the absent side of a sum)."""
+    offsets = ["_np.zeros(1, _np.int64)"] * (soa_rank(t) - 1)
+    cols = [f"_np.zeros(0, {_dtype(e)})" for e in columns(t)]
+    return "(0, " + "".join(f"{c}, " for c in offsets + cols) + ")"
+
+
+def nested_interleave(x: str, rank: int, first: str) -> str:
+    """The dual of the C-contiguous Float array x of the given rank (≥ 2), its reals numbered
+    from the ID ``first`` in row-major order: offsets from x's shape."""
+    offsets, count = [], f"{x}.shape[0]"
+    for d in range(1, rank):
+        offsets.append(f"_np.arange({count} + 1) * {x}.shape[{d}]")
+        count = f"{count} * {x}.shape[{d}]"
+    return f"({x}.shape[0], {', '.join(offsets)}, {x}.ravel().copy(), _np.arange({first}, {first} + {x}.size))"
+
+
+class NestedMixin:
+    """Methods of the Numba emitter for nested structs of arrays (Note [Nested struct of arrays])."""
+
+    def nested_index(self, t: str, i: str, v: str, vt: TTensor) -> None:
+        r, k = soa_rank(vt), len(columns(vt))
+        j, a, b = self.mod.fresh("i"), self.mod.fresh("a"), self.mod.fresh("b")
+        self.emit(f"{j} = _checkindex({i}, {v}[0])")
+        self.emit(f"{a} = {v}[1][{j}]")
+        self.emit(f"{b} = {v}[1][{j} + 1]")
+        if r == 2:  # a unit component's column in the row is its length (Note [Struct of arrays])
+            real = iter(range(2, 2 + k))
+            parts = [f"({b} - {a},)" if e == UNIT else f"{v}[{next(real)}][{a}:{b}]" for e in soa_leaves(vt)]
+        else:
+            parts = [f"{v}[2][{a}:{b} + 1]", *(f"{v}[{d}]" for d in range(3, r + k))]
+        self.emit(f"{t} = ({b} - {a}, {', '.join(parts)})")
+
+    def nested_build(self, t: str, n: ir.Expr, lam: ir.Lam, vt: TTensor) -> None:
+        """Rows (each of rank r − 1) appended one by one (Note [Nested struct of arrays])."""
+        r, leaves = soa_rank(vt), columns(vt)
+        # where the row holds column c: a rank-1 row has a component per leaf, units included
+        at = [k for k, e in enumerate(soa_leaves(vt)) if e != UNIT] if r == 2 else list(range(len(leaves)))
+        size, i = self.atom(n), self.mod.fresh("i")
+        top = self.mod.fresh("off")
+        levels = [self.mod.fresh("off") for _ in range(r - 2)]   # O2 … O(r−1)
+        used = [self.mod.fresh("used") for _ in range(r - 1)]    # entries of levels 2 … r so far
+        cols = [self.mod.fresh("col") for _ in leaves]
+        self.emit(f"{top} = _np.empty({size} + 1, _np.int64)")
+        self.emit(f"{top}[0] = 0")
+        for o in levels:
+            self.emit(f"{o} = _np.zeros(1, _np.int64)")
+        for u in used:
+            self.emit(f"{u} = 0")
+        for col, e in zip(cols, leaves):
+            self.emit(f"{col} = _np.empty(0, {_dtype(e)})")
+        self.emit(f"for {i} in range({size}):")
+        inner = self.indented()
+        inner.emit(f"{inner.mod.bind(inner.env, lam.var)} = {i}")
+        row = inner.atom(lam.body)
+        lo, hi = self.mod.fresh("lo"), self.mod.fresh("hi")
+        inner.emit(f"{lo} = 0")
+        inner.emit(f"{hi} = {row}[0]")
+        left = f"({size} - {i})"
+        for d, o in enumerate(levels):  # the row's offsets R[d + 1] become level d + 2's, shifted
+            w, src = self.mod.fresh("w"), f"{row}[{d + 1}]"
+            inner.emit(f"{w} = {hi} - {lo}")
+            inner.emit(f"{o} = _grow({o}, {used[d]} + 1, {used[d]} + 1 + {w}, {used[d]} + 1 + {w} * {left})")
+            inner.emit(f"{o}[{used[d]} + 1:{used[d]} + 1 + {w}] = {used[d + 1]} + "
+                       f"({src}[{lo} + 1:{hi} + 1] - {src}[{lo}])")
+            inner.emit(f"{used[d]} += {w}")
+            inner.emit(f"{lo}, {hi} = {src}[{lo}], {src}[{hi}]")
+        w = self.mod.fresh("w")
+        inner.emit(f"{w} = {hi} - {lo}")
+        for c, col in enumerate(cols):
+            inner.emit(f"{col} = _grow({col}, {used[-1]}, {used[-1]} + {w}, {used[-1]} + {w} * {left})")
+            inner.emit(f"{col}[{used[-1]}:{used[-1]} + {w}] = {row}[{r - 1 + at[c]}][{lo}:{hi}]")
+        inner.emit(f"{used[-1]} += {w}")
+        inner.emit(f"{top}[{i} + 1] = {used[0]}")
+        parts = [size, top, *(f"{o}[:{u} + 1]" for o, u in zip(levels, used)), *(f"{c}[:{used[-1]}]" for c in cols)]
+        self.emit(f"{t} = ({', '.join(parts)})")
+
+
+def _leaf(e: Type) -> Callable[[Any], Any]:
+    return float if e == FLOAT else bool if e == BOOL else int
+
+
+def _fill(leaves: tuple[Type, ...], reals: list) -> tuple:
+    """A tuple of the column values in ``reals`` and () for each unit component."""
+    it = iter(reals)
+    return tuple(() if e == UNIT else next(it) for e in leaves)
+
+
+def nested_to_machine(t: TTensor) -> Callable[[Any], tuple]:
+    """A run-time ``Vec^r (Tuple …)``, ragged or not, → (n, offsets…, flat columns…)."""
+    r, leaves = soa_rank(t), soa_leaves(t)
+    dtypes = [np.bool_ if e == BOOL else np.int64 if e in COLUMN_DTYPES else np.float64 for e in leaves]
+    real = [c for c, e in enumerate(leaves) if e != UNIT]
+
+    def convert(v: Any) -> tuple:
+        level = list(dense(v))
+        offsets = []
+        for _ in range(r - 1):
+            nxt: list = []
+            off = np.empty(len(level) + 1, np.int64)
+            off[0] = 0
+            for j, row in enumerate(level):
+                nxt.extend(dense(row))
+                off[j + 1] = len(nxt)
+            offsets.append(off)
+            level = nxt
+        cols = [np.array([x[c] for x in level], dtypes[c]) if level else np.zeros(0, dtypes[c]) for c in real]
+        return (len(offsets[0]) - 1, *offsets, *cols)
+    return convert
+
+
+def nested_from_machine(t: TTensor) -> Callable[[tuple], Any]:
+    """(n, offsets…, flat columns…) → a run-time ``Vec`` of ``Vec`` … of tuples."""
+    r, leaves = soa_rank(t), soa_leaves(t)
+    readers = [_leaf(e) for e in leaves if e != UNIT]
+    types = [t.elem]
+    while isinstance(types[-1], TTensor):
+        types.append(types[-1].elem)
+
+    def convert(v: tuple) -> Any:
+        cols = [c.tolist() for c in v[r:]]
+        count = len(cols[0]) if cols else int(v[r - 1][-1])  # (only units: no column gives the count)
+        reals = [[read(x) for x in c] for read, c in zip(readers, cols)]
+        tuples = [_fill(leaves, [c[j] for c in reals]) for j in range(count)]
+
+        def entries(d: int, lo: int, hi: int) -> list:
+            """Entries lo … hi − 1 of level d (1: the top vector's elements, r: the tuples)."""
+            if d == r:
+                return tuples[lo:hi]
+            off = v[d]
+            return [make_vec(types[d], entries(d + 1, int(off[j]), int(off[j + 1]))) for j in range(lo, hi)]
+        return make_vec(t.elem, entries(1, 0, int(v[0])))
+    return convert
