@@ -201,3 +201,44 @@ def nested_from_machine(t: TTensor) -> Callable[[tuple], Any]:
             return [make_vec(types[d], entries(d + 1, int(off[j]), int(off[j + 1]))) for j in range(lo, hi)]
         return make_vec(t.elem, entries(1, 0, int(v[0])))
     return convert
+
+
+_KINDS = {FLOAT: "fiu", BOOL: "b"}  # the NumPy kinds a column's Python values may have; Integer's: "iu"
+
+
+def fast_nested(t: TTensor) -> Callable[[Any], tuple | None]:
+    """Python lists (or arrays) of … of tuples → the machine form directly, for the fast boundary
+    (Note [Cheap boundaries] in boundary.py); None for anything the general path should judge."""
+    r, leaves = soa_rank(t), soa_leaves(t)
+    dtypes = {FLOAT: np.float64, BOOL: np.bool_}
+
+    def vector(x: Any) -> bool:
+        return isinstance(x, list) or (isinstance(x, np.ndarray) and x.ndim == 1 and x.dtype == object)
+
+    def convert(v: Any) -> tuple | None:
+        if not vector(v):
+            return None
+        level, offsets = v, []
+        for _ in range(r - 1):
+            if not all(vector(row) for row in level):
+                return None
+            off = np.zeros(len(level) + 1, np.int64)
+            np.cumsum([len(row) for row in level], out=off[1:])
+            offsets.append(off)
+            level = [x for row in level for x in row]
+        k = len(leaves)
+        if not all(type(x) is tuple and len(x) == k for x in level):
+            return None
+        cols = []
+        for c, e in enumerate(leaves):
+            values = [x[c] for x in level]
+            if e == UNIT:
+                if any(u != () for u in values):
+                    return None
+                continue
+            col = np.array(values) if values else np.zeros(0, dtypes.get(e, np.int64))
+            if col.ndim != 1 or col.dtype.kind not in _KINDS.get(e, "iu"):
+                return None
+            cols.append(col.astype(dtypes.get(e, np.int64)))
+        return (len(v), *offsets, *cols)
+    return convert
