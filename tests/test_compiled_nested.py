@@ -122,3 +122,29 @@ def test_hand_runs_compiled_and_agrees_with_python(hand, derivation, caplog):
     down[0] -= h
     fd = (hand_residuals(compiled, hand, up) - hand_residuals(compiled, hand, down)) / (2 * h)
     assert np.allclose(j[:, 0], fd, rtol=1e-6, atol=1e-7)
+
+
+# --- a fold whose state is a nested vector of dual numbers (dualrevtape, deltarev of LSTM) ----------
+
+POWERS = """
+(def times (Vec (Vec Float)) ((a : Vec (Vec Float)) (m : Vec (Vec Float)))
+  (build (size a) (lam (i : Integer) (let ((r (index i a)) (s (index i m)))
+    (build (size r) (lam (c : Integer) (mul (index c r) (index c s))))))))
+(def powers Float ((m : Vec (Vec Float)) (k : Vec Integer))
+  (let ((p (fold (lam (acc_j : Tuple (Vec (Vec Float)) Integer) (let ((acc j) acc_j) (times acc m))) m k)))
+    (sumbuild (size p) (lam (i : Integer) (sum (index i p))))))
+"""
+
+
+@pytest.mark.parametrize("derivation", ["dualrevtape", "deltarev"])
+def test_a_fold_over_a_nested_dual_state_compiles(derivation, caplog):
+    """powers m k = Σ_ij m_ij^(K+1), K = size k: ∂/∂m_ij = (K + 1) m_ij^K.  The fold's state is the
+    dual of a matrix, a nested struct of arrays (Vec (Vec (Tuple Float Integer)) for dualrevtape)."""
+    m = labrys.load(POWERS, backend="compiled")
+    x, k = np.array([[0.5, -1.5, 2.0], [1.25, 0.75, -0.5]]), [3, 1, 4]
+    with caplog.at_level("INFO", logger="labrys"):
+        gm, gk = m.derive(derivation, "powers")((x, k), 1.0)
+    assert np.allclose(gm, 4 * x ** 3, rtol=1e-13, atol=0)
+    assert len(gk) == 3
+    assert m.backend.fallbacks == {}
+    assert not [r for r in caplog.records if "python backend" in r.getMessage()]

@@ -167,6 +167,8 @@ class TapeMixin:
             return f"({x}, {i})"
         if isinstance(t, TTuple):
             return _tuple([self.interleave(f"{x}[{k}]", u, e) for k, u in enumerate(t.elems)])
+        if isinstance(t, TTensor) and t.elem in (INTEGER, BOOL):  # no reals: its dual is itself
+            return x
         if isinstance(t, TTensor) and t.rank == 1 and t.elem == FLOAT:
             first = self.mod.fresh("id")
             self.emit(f"{first} = _drt_ids(_tape, {x}.shape[0])")
@@ -265,6 +267,8 @@ class TapeMixin:
             return g
         if isinstance(t, TTuple):
             return _tuple([self.deinterleave(adj, c, f"{x}[{k}]", u, e) for k, u in enumerate(t.elems)])
+        if isinstance(t, TTensor) and t.rank == 1 and t.elem in (INTEGER, BOOL):  # units: its length
+            return _units(x, t, e)
         if isinstance(t, TTensor) and t.rank == 1 and t.elem == FLOAT:
             g = self.mod.fresh("g")
             self.emit(f"{g} = {adj}[{c}:{c} + {x}.shape[0]].copy()")
@@ -315,6 +319,8 @@ def _unseeded(em, x: str, t: Type) -> str:
         return f"({x}, 0)"
     if isinstance(t, TTuple):
         return _tuple([_unseeded(em, f"{x}[{k}]", u) for k, u in enumerate(t.elems)])
+    if isinstance(t, TTensor) and t.elem in (INTEGER, BOOL):
+        return x
     if isinstance(t, TTensor) and t.rank == 1 and t.elem == FLOAT:
         return f"({x}.shape[0], {x}.copy(), _np.zeros({x}.shape[0], _np.int64))"
     if is_soa(t):
