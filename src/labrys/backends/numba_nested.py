@@ -46,9 +46,9 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir import nodes as ir
-from ..ir.types import BOOL, FLOAT, TTensor, Type
+from ..ir.types import BOOL, FLOAT, TTensor, TTuple, Type
 from ..values import dense, make_vec
-from .numba_types import COLUMN_DTYPES, UNIT, soa_leaves, soa_rank
+from .numba_types import COLUMN_DTYPES, soa_leaves, soa_rank
 
 
 def _dtype(e: Type) -> str:
@@ -56,8 +56,23 @@ def _dtype(e: Type) -> str:
 
 
 def columns(t: TTensor) -> list[Type]:
-    """The types of the flat columns: one per component but a unit's (it has no data)."""
-    return [e for e in soa_leaves(t) if e != UNIT]
+    """The types of the flat columns: one per number of the element tuple (a unit has none)."""
+    return [e for _, e in soa_leaves(t)]
+
+
+def tuple_type(t: Type) -> TTuple:
+    while isinstance(t, TTensor):
+        t = t.elem
+    return t
+
+
+def _row(et: TTuple, count: str, column: Callable[[tuple[int, ...]], str], path: tuple[int, ...] = ()) -> str:
+    """The rank-1 struct of arrays of a row (Note [Struct of arrays]): a number's column, a tuple
+    component's own (count, columns…)."""
+    parts = [count]
+    for k, e in enumerate(et.elems):
+        parts.append(_row(e, count, column, path + (k,)) if isinstance(e, TTuple) else column(path + (k,)))
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
 
 def nested_numba_type(t: TTensor) -> Any:
@@ -85,6 +100,42 @@ def nested_interleave(x: str, rank: int, first: str) -> str:
     return f"({x}.shape[0], {', '.join(offsets)}, {x}.ravel().copy(), _np.arange({first}, {first} + {x}.size))"
 
 
+def t_elem(t: Type) -> TTuple:
+    """The element tuple type of a nested struct of arrays."""
+    return tuple_type(t)
+
+
+def nested_count(x: str, t: TTensor) -> str:
+    """Source of the number of tuples of the nested struct of arrays x, which came in through the
+    boundary (its offsets start at 0): the last offset."""
+    return f"{x}[{soa_rank(t) - 1}][-1]"
+
+
+def nested_dual(x: str, t: TTensor, first: str) -> str:
+    """dualrevtape's Interleave of the nested struct of arrays x (Note [Deltas on the tape]): each
+    Float column paired with IDs, the q-th real of tuple j getting first + j·f + q; other columns shared."""
+    r, leaves = soa_rank(t), soa_leaves(t)
+    f = sum(e == FLOAT for _, e in leaves)
+    parts, q = [f"{x}[{d}]" for d in range(r)], 0
+    for c, (_, e) in enumerate(leaves):
+        col = f"{x}[{r + c}]"
+        if e == FLOAT:
+            parts += [f"{col}.copy()", f"{first} + {f} * _np.arange({col}.shape[0]) + {q}"]
+            q += 1
+        else:
+            parts.append(col)
+    return "(" + ", ".join(parts) + ")"
+
+
+def nested_adjoints(adj: str, c: str, n: str, x: str, t: TTensor, f: int) -> str:
+    """Deinterleave of the nested struct of arrays x: its tangent, x's offsets and one column of
+    adjoints per Float column, read from adj[c …] as :func:`nested_dual` numbered them."""
+    r = soa_rank(t)
+    floats = [q for q, (_, e) in enumerate(e for e in soa_leaves(t) if e[1] == FLOAT)]
+    return "(" + ", ".join([f"{x}[{d}]" for d in range(r)] +
+                           [f"{adj}[{c} + {q}:{c} + {n} * {f}:{f}].copy()" for q in floats]) + ")"
+
+
 class NestedMixin:
     """Methods of the Numba emitter for nested structs of arrays (Note [Nested struct of arrays])."""
 
@@ -94,18 +145,19 @@ class NestedMixin:
         self.emit(f"{j} = _checkindex({i}, {v}[0])")
         self.emit(f"{a} = {v}[1][{j}]")
         self.emit(f"{b} = {v}[1][{j} + 1]")
-        if r == 2:  # a unit component's column in the row is its length (Note [Struct of arrays])
-            real = iter(range(2, 2 + k))
-            parts = [f"({b} - {a},)" if e == UNIT else f"{v}[{next(real)}][{a}:{b}]" for e in soa_leaves(vt)]
+        if r == 2:
+            at = {path: c for c, (path, _) in enumerate(soa_leaves(vt))}
+            self.emit(f"{t} = {_row(tuple_type(vt), f'{b} - {a}', lambda p: f'{v}[{2 + at[p]}][{a}:{b}]')}")
         else:
             parts = [f"{v}[2][{a}:{b} + 1]", *(f"{v}[{d}]" for d in range(3, r + k))]
-        self.emit(f"{t} = ({b} - {a}, {', '.join(parts)})")
+            self.emit(f"{t} = ({b} - {a}, {', '.join(parts)})")
 
     def nested_build(self, t: str, n: ir.Expr, lam: ir.Lam, vt: TTensor) -> None:
         """Rows (each of rank r − 1) appended one by one (Note [Nested struct of arrays])."""
         r, leaves = soa_rank(vt), columns(vt)
-        # where the row holds column c: a rank-1 row has a component per leaf, units included
-        at = [k for k, e in enumerate(soa_leaves(vt)) if e != UNIT] if r == 2 else list(range(len(leaves)))
+        # where the row holds column c: in a rank-1 row, at its path (each step past the row's count)
+        at = ["".join(f"[{1 + k}]" for k in path) for path, _ in soa_leaves(vt)] if r == 2 else \
+            [f"[{r - 1 + c}]" for c in range(len(leaves))]
         size, i = self.atom(n), self.mod.fresh("i")
         top = self.mod.fresh("off")
         levels = [self.mod.fresh("off") for _ in range(r - 2)]   # O2 … O(r−1)
@@ -139,7 +191,7 @@ class NestedMixin:
         inner.emit(f"{w} = {hi} - {lo}")
         for c, col in enumerate(cols):
             inner.emit(f"{col} = _grow({col}, {used[-1]}, {used[-1]} + {w}, {used[-1]} + {w} * {left})")
-            inner.emit(f"{col}[{used[-1]}:{used[-1]} + {w}] = {row}[{r - 1 + at[c]}][{lo}:{hi}]")
+            inner.emit(f"{col}[{used[-1]}:{used[-1]} + {w}] = {row}{at[c]}[{lo}:{hi}]")
         inner.emit(f"{used[-1]} += {w}")
         inner.emit(f"{top}[{i} + 1] = {used[0]}")
         parts = [size, top, *(f"{o}[:{u} + 1]" for o, u in zip(levels, used)), *(f"{c}[:{used[-1]}]" for c in cols)]
@@ -150,17 +202,21 @@ def _leaf(e: Type) -> Callable[[Any], Any]:
     return float if e == FLOAT else bool if e == BOOL else int
 
 
-def _fill(leaves: tuple[Type, ...], reals: list) -> tuple:
-    """A tuple of the column values in ``reals`` and () for each unit component."""
-    it = iter(reals)
-    return tuple(() if e == UNIT else next(it) for e in leaves)
+def _fill(et: TTuple, reals: Any) -> tuple:
+    """The element tuple of type et of the column values (an iterator), in order."""
+    return tuple(_fill(e, reals) if isinstance(e, TTuple) else next(reals) for e in et.elems)
+
+
+def _at(x: Any, path: tuple[int, ...]) -> Any:
+    for k in path:
+        x = x[k]
+    return x
 
 
 def nested_to_machine(t: TTensor) -> Callable[[Any], tuple]:
     """A run-time ``Vec^r (Tuple …)``, ragged or not, → (n, offsets…, flat columns…)."""
     r, leaves = soa_rank(t), soa_leaves(t)
-    dtypes = [np.bool_ if e == BOOL else np.int64 if e in COLUMN_DTYPES else np.float64 for e in leaves]
-    real = [c for c, e in enumerate(leaves) if e != UNIT]
+    dtypes = [np.bool_ if e == BOOL else np.int64 if e in COLUMN_DTYPES else np.float64 for _, e in leaves]
 
     def convert(v: Any) -> tuple:
         level = list(dense(v))
@@ -174,15 +230,15 @@ def nested_to_machine(t: TTensor) -> Callable[[Any], tuple]:
                 off[j + 1] = len(nxt)
             offsets.append(off)
             level = nxt
-        cols = [np.array([x[c] for x in level], dtypes[c]) if level else np.zeros(0, dtypes[c]) for c in real]
+        cols = [np.array([_at(x, path) for x in level], dtype) if level else np.zeros(0, dtype)
+                for (path, _), dtype in zip(leaves, dtypes)]
         return (len(offsets[0]) - 1, *offsets, *cols)
     return convert
 
 
 def nested_from_machine(t: TTensor) -> Callable[[tuple], Any]:
     """(n, offsets…, flat columns…) → a run-time ``Vec`` of ``Vec`` … of tuples."""
-    r, leaves = soa_rank(t), soa_leaves(t)
-    readers = [_leaf(e) for e in leaves if e != UNIT]
+    r, et, readers = soa_rank(t), tuple_type(t), [_leaf(e) for _, e in soa_leaves(t)]
     types = [t.elem]
     while isinstance(types[-1], TTensor):
         types.append(types[-1].elem)
@@ -191,7 +247,7 @@ def nested_from_machine(t: TTensor) -> Callable[[tuple], Any]:
         cols = [c.tolist() for c in v[r:]]
         count = len(cols[0]) if cols else int(v[r - 1][-1])  # (only units: no column gives the count)
         reals = [[read(x) for x in c] for read, c in zip(readers, cols)]
-        tuples = [_fill(leaves, [c[j] for c in reals]) for j in range(count)]
+        tuples = [_fill(et, iter([c[j] for c in reals])) for j in range(count)]
 
         def entries(d: int, lo: int, hi: int) -> list:
             """Entries lo … hi − 1 of level d (1: the top vector's elements, r: the tuples)."""
@@ -209,8 +265,12 @@ _KINDS = {FLOAT: "fiu", BOOL: "b"}  # the NumPy kinds a column's Python values m
 def fast_nested(t: TTensor) -> Callable[[Any], tuple | None]:
     """Python lists (or arrays) of … of tuples → the machine form directly, for the fast boundary
     (Note [Cheap boundaries] in boundary.py); None for anything the general path should judge."""
-    r, leaves = soa_rank(t), soa_leaves(t)
+    r, leaves, et = soa_rank(t), soa_leaves(t), tuple_type(t)
     dtypes = {FLOAT: np.float64, BOOL: np.bool_}
+
+    def shaped(x: Any, u: TTuple) -> bool:
+        return type(x) is tuple and len(x) == len(u.elems) and \
+            all(shaped(y, e) for y, e in zip(x, u.elems) if isinstance(e, TTuple))
 
     def vector(x: Any) -> bool:
         return isinstance(x, list) or (isinstance(x, np.ndarray) and x.ndim == 1 and x.dtype == object)
@@ -226,16 +286,11 @@ def fast_nested(t: TTensor) -> Callable[[Any], tuple | None]:
             np.cumsum([len(row) for row in level], out=off[1:])
             offsets.append(off)
             level = [x for row in level for x in row]
-        k = len(leaves)
-        if not all(type(x) is tuple and len(x) == k for x in level):
+        if not all(shaped(x, et) for x in level):
             return None
         cols = []
-        for c, e in enumerate(leaves):
-            values = [x[c] for x in level]
-            if e == UNIT:
-                if any(u != () for u in values):
-                    return None
-                continue
+        for path, e in leaves:
+            values = [_at(x, path) for x in level]
             col = np.array(values) if values else np.zeros(0, dtypes.get(e, np.int64))
             if col.ndim != 1 or col.dtype.kind not in _KINDS.get(e, "iu"):
                 return None
