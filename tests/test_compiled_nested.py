@@ -148,3 +148,31 @@ def test_a_fold_over_a_nested_dual_state_compiles(derivation, caplog):
     assert len(gk) == 3
     assert m.backend.fallbacks == {}
     assert not [r for r in caplog.records if "python backend" in r.getMessage()]
+
+
+SKIN = """
+(def skin (Vec (Vec Float)) ((w : Vec (Vec (Tuple Integer Float))) (x : Vec Float))
+  (build (size w) (lam (i : Integer) (let ((row (index i w)))
+    (build 2 (lam (c : Integer)
+      (sumbuild (size row) (lam (k : Integer)
+        (let ((b s) (index k row)) (mul (mul s (to_float (add c 1))) (index b x)))))))))))
+"""
+
+
+@pytest.mark.parametrize("derivation", ["dualrevtape", "deltarev"])
+def test_a_ragged_input_of_tuples_and_a_matrix_output_on_the_tape(derivation):
+    """skin w x [i][c] = (c + 1) Σ_k s_ik x_(b_ik): with cotangent D, ∂/∂s_ik = Σ_c D_ic (c + 1) x_(b_ik)
+    and ∂/∂x_j = Σ_ic D_ic (c + 1) Σ_(k: b_ik = j) s_ik; the Integer b_ik has a unit tangent."""
+    m = labrys.load(SKIN, backend="compiled")
+    dt = np.array([[1.0, -2.0], [0.5, 3.0], [2.0, 1.0], [-1.0, 0.25]])
+    gw, gx = m.derive(derivation, "skin")((W, X), dt)
+    scale = dt @ np.array([1.0, 2.0])  # Σ_c D_ic (c + 1)
+    assert [[u for u, _ in row] for row in gw] == [[() for _ in row] for row in W]
+    assert [[g for _, g in row] for row in gw] == \
+        [[pytest.approx(scale[i] * X[b], rel=1e-14) for b, _ in row] for i, row in enumerate(W)]
+    want_x = np.zeros(3)
+    for i, row in enumerate(W):
+        for b, s in row:
+            want_x[b] += scale[i] * s
+    assert np.allclose(gx, want_x, rtol=1e-14, atol=0)
+    assert m.backend.fallbacks == {}
