@@ -31,6 +31,16 @@ other; a ragged one grows geometrically.  The results are the used prefixes
 array's shape: offsets ``0, m, 2m, …`` and the values raveled (Note [Deltas on
 the tape] in numba_tape.py).
 
+A tuple inside the element tuple is flattened (a column per number, in order;
+a unit ``(Tuple)``, the tangent of an Integer, has none), so dualrevtape's dual
+of hand's skinning weights, ``Vec (Vec (Tuple Integer (Tuple Float Integer)))``,
+is three flat columns; a rank-2 row is then rebuilt as the nested struct of
+arrays its tuple type has.  dualrevtape's Interleave of such an input pairs
+each Float column with a column of IDs (the q-th real of tuple j gets first +
+j·f + q), Deinterleave reads the adjoints back in that order, and the
+cotangent of a nested output (a ``Vec (Vec Float)`` array) is seeded row by
+row, each row's length checked against the array's shape.
+
 At the boundary (:func:`nested_to_machine`, :func:`nested_from_machine`) a
 value is converted level by level in Python, ragged or not: a nested list of
 tuples goes in, a ``Vec`` of ``Vec`` of tuples comes out, rows of the
