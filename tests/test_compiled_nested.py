@@ -13,6 +13,7 @@ import labrys
 from labrys import LabrysError
 from labrys.adbench import program, read_hand
 from labrys.adbench.hand import hand_jacobian, hand_residuals
+from labrys.values import Inj
 
 BACKENDS = ["interp", "python", "compiled"]
 backends = pytest.mark.parametrize("backend", BACKENDS)
@@ -176,3 +177,20 @@ def test_a_ragged_input_of_tuples_and_a_matrix_output_on_the_tape(derivation):
             want_x[b] += scale[i] * s
     assert np.allclose(gx, want_x, rtol=1e-14, atol=0)
     assert m.backend.fallbacks == {}
+
+
+SUMS = """
+(def pick Float (s : Sum (Vec (Vec (Tuple Integer Float))) Float)
+  (case s ((inl w) (sumbuild (size w) (lam (i : Integer) (let ((row (index i w)))
+                     (sumbuild (size row) (lam (k : Integer) (let ((b c) (index k row)) (mul (to_float b) c))))))))
+          ((inr x) x)))
+"""
+
+
+@backends
+def test_a_nested_vector_of_tuples_in_a_sum(backend):
+    """The absent side of a sum holds an empty nested struct of arrays (Note [Compiled sums])."""
+    m = labrys.load(SUMS, backend=backend)
+    assert m.pick(Inj(True, [[(1, 2.0)], [], [(3, 0.5), (2, 1.0)]])) == 1 * 2.0 + 3 * 0.5 + 2 * 1.0
+    assert m.pick(Inj(False, 4.0)) == 4.0
+    no_fallback(m)

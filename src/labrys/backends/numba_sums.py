@@ -76,6 +76,10 @@ def machine_placeholder(t: Type, rank: Callable[[Type], int | None]) -> Any:
     if is_soa(t):
         return (0, *(np.zeros(0, getattr(np, COLUMN_DTYPES[e])) if e in COLUMN_DTYPES
                      else machine_placeholder(TTensor(1, e), rank) for e in components(t.elem)))
+    if soa_rank(t):  # Note [Nested struct of arrays] in numba_nested.py
+        from .numba_nested import columns
+        return (0, *[np.zeros(1, np.int64)] * (soa_rank(t) - 1),
+                *(np.zeros(0, getattr(np, COLUMN_DTYPES.get(e, "float64"))) for e in columns(t)))
     if isinstance(t, TTensor):
         return np.zeros((0,) * rank(t))
     return {FLOAT: 0.0, INTEGER: 0, BOOL: False, STRING: ""}[t]
