@@ -115,9 +115,9 @@ def test_a_vector_of_matrices_of_dual_numbers_is_built_compiled():
     assert "[dualrevtape cube]" not in m.backend.fallbacks
 
 
-def test_a_ragged_build_of_dual_rows_runs_on_python_and_is_right():
-    """tri = Σ_r Σ_{c ≤ r} x_c x_r builds rows of lengths 1 … n: no rank-2 array holds them, so the
-    compiled call stops and the call runs on python.  ∂/∂x_j = Σ_{r ≥ j} x_r + (Σ_{c ≤ j} x_c)."""
+def test_a_ragged_build_of_dual_rows_is_right():
+    """tri = Σ_r Σ_{c ≤ r} x_c x_r builds rows of lengths 1 … n: flat columns and offsets hold them
+    (Note [Nested struct of arrays]).  ∂/∂x_j = Σ_{r ≥ j} x_r + (Σ_{c ≤ j} x_c)."""
     m = labrys.load(NESTED, backend="compiled")
     x = np.array([1.0, -2.0, 0.5, 3.0])
     got = m.derive("dualrevtape", "tri")(x, 1.0)

@@ -45,11 +45,12 @@ from ..values import dense, make_vec
 from .boundary import fast_entry
 from .cache import compiled_function
 from .closure_boundary import Boundary, closure_entry
+from .numba_nested import nested_from_machine, nested_numba_type, nested_to_machine
 from .numba_soa import nested, soa_from_machine, soa_numba_type, soa_to_machine
 from .numba_source import NumbaModuleSource
 from .numba_sums import sum_from_machine, sum_to_machine
 from .numba_tape import NeedsTape
-from .numba_types import Orchestration, Unsupported, array_rank, is_soa, refusal, soa_leaves, soa_rank
+from .numba_types import Orchestration, Unsupported, array_rank, is_soa, refusal, soa_rank
 from .python import PythonBackend, note
 
 
@@ -75,8 +76,7 @@ def numba_type(t: Type):
     if is_soa(t):  # Note [Struct of arrays]
         return soa_numba_type(t, numba_type)
     if soa_rank(t):  # Note [Nested struct of arrays]
-        r = soa_rank(t)
-        return types.Tuple((*[types.int64] * r, *(types.Array(numba_type(e), r, "C") for e in soa_leaves(t))))
+        return nested_numba_type(t)
     if t.elem in (INTEGER, DELTA):
         return types.Array(types.int64, t.rank, "C")
     return types.Array(types.float64, array_rank(t), "C")
@@ -90,6 +90,8 @@ def to_machine(t: Type) -> Callable[[Any], Any]:
     """Run-time value → the compiled representation (contiguous float64 arrays)."""
     if is_soa(t):
         return soa_to_machine(t, to_machine)
+    if soa_rank(t):  # Note [Nested struct of arrays]
+        return nested_to_machine(t)
     if isinstance(t, TTensor) and t.elem == FLOAT:
         return lambda v: np.ascontiguousarray(dense(v), dtype=np.float64)
     if isinstance(t, TTensor) and t.elem == INTEGER:  # an object array of ints
@@ -119,6 +121,8 @@ def from_machine(t: Type) -> Callable[[Any], Any] | None:
     """The compiled representation → the run-time value (None: the same)."""
     if is_soa(t):
         return soa_from_machine(t, from_machine)
+    if soa_rank(t):
+        return nested_from_machine(t)
     if isinstance(t, TSum):
         return sum_from_machine(from_machine(t.left) or (lambda x: x), from_machine(t.right) or (lambda x: x))
     if isinstance(t, TTensor) and t.elem == INTEGER:

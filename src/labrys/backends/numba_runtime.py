@@ -88,7 +88,18 @@ def _digamma(_x):
     return _acc + _np.log(_x) - 0.5 / _x - _series
 
 
-NAMES = ("_idiv", "_checkindex", "_extremum", "_argextremum", "_ranhashdoub", "_shaped", "_digamma") + _tape.NAMES
+def _grow(_a, _used, _need, _hint):
+    """_a, or a larger copy of its first _used entries with room for _need (at least _hint
+    entries, or twice _a's): Note [Nested struct of arrays] in numba_nested.py."""
+    if _need <= _a.shape[0]:
+        return _a
+    _b = _np.empty(max(2 * _a.shape[0], _need, _hint), _a.dtype)
+    _b[:_used] = _a[:_used]
+    return _b
+
+
+NAMES = ("_idiv", "_checkindex", "_extremum", "_argextremum", "_ranhashdoub", "_shaped", "_digamma",
+         "_grow") + _tape.NAMES
 
 
 def source() -> str:

@@ -53,27 +53,8 @@ iteration wrote is n empty rows.  Such vectors live inside compiled code only: a
 whose parameters or result hold one runs on ``python`` (its values would
 need converting row by row).
 
-Note [Nested struct of arrays]
-~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-dualrevtape's dual of a matrix ``Vec (Vec Float)`` is ``Vec (Vec (Tuple Float
-Integer))``.  A rectangular vector of vectors of flat tuples is a struct of
-arrays of rank 2, one 2-D column per component:
-
-    Γ ⊢ m : Vec (Vec (Tuple E1 … Ek))  ↦  (n : int64, m : int64, E1[n, m], …, Ek[n, m])
-    (size m)       ↦  m[0]
-    (index i m)    ↦  (m[1], m[2][i], …, m[k+1][i])     a row: the rank-1 struct of arrays
-    (build n (lam i row))  ↦  the rows one by one into 2-D columns of the first row's length
-
-and so on for r vectors deep: r lengths, then r-D columns; ``index`` drops the
-first length and gives the rank r − 1 struct (GMM's vector of Q matrices).
-
-It is made where its rectangularity is known or checked: dualrevtape's
-Interleave of a matrix, which the boundary has already checked to be
-rectangular (a ragged input is a nested list that no 2-D array holds, and the
-whole call runs on ``python``, Note [Compiled fallback]), and a build, which
-checks every row's length against the first's (a ragged build: a ValueError,
-so the call runs on ``python``).  It never crosses the boundary itself
-(``tape_boundary``), and every other operation on it is :class:`Unsupported`.
+A vector of vectors of flat tuples is a struct of arrays of its own, flat columns
+and offsets: Note [Nested struct of arrays] in numba_nested.py.
 """
 from __future__ import annotations
 
@@ -84,16 +65,16 @@ import numpy as np
 from ..ir import nodes as ir
 from ..ir.types import BOOL, FLOAT, INTEGER, TSum, TTensor, TTuple, Type
 from ..values import Inj, dense, make_vec
+from .numba_nested import NestedMixin
 from .numba_types import (
     COLUMN_DTYPES,
     UNITS,
     Unsupported,
     array_rank,
     components,
+    involves_soa,
     is_soa,
-    soa_leaves,
     soa_matrix,
-    soa_rank,
 )
 
 
@@ -150,22 +131,16 @@ def column_rank(e: Type, depth: int) -> int:
     return depth + (array_rank(e) or 0)
 
 
-class SoaMixin:
+class SoaMixin(NestedMixin):
     """Methods of the Numba emitter for vectors of tuples (Note [Struct of arrays])."""
 
     def soa_call(self, t: str, name: str, args: tuple[ir.Expr, ...], e: ir.Call) -> None:
         if name == "size" and soa_matrix(args[0].type):  # Note [Nested struct of arrays]
             self.emit(f"{t} = {self.atom(args[0])}[0]")
         elif name == "index" and soa_matrix(args[1].type):
-            i, v = self.atom(args[0]), self.atom(args[1])
-            k = self.mod.fresh("i")
-            self.emit(f"{k} = _checkindex({i}, {v}[0])")
-            r = soa_rank(args[1].type)
-            lengths = [f"{v}[{d}]" for d in range(1, r)]
-            cols = [f"{v}[{r + c}][{k}]" for c in range(len(soa_leaves(args[1].type)))]
-            self.emit(f"{t} = ({', '.join(lengths + cols)})")
+            self.nested_index(t, self.atom(args[0]), self.atom(args[1]), args[1].type)
         elif name == "build" and isinstance(args[1], ir.Lam) and soa_matrix(e.type) and args[0].type == INTEGER:
-            self.soa_matrix_build(t, args[0], args[1], e.type)
+            self.nested_build(t, args[0], args[1], e.type)
         elif name == "size" and is_soa(args[0].type):
             self.emit(f"{t} = {self.atom(args[0])}[0]")
         elif name == "index" and is_soa(args[1].type):
@@ -182,6 +157,10 @@ class SoaMixin:
             inner = self.indented()
             inner.emit(f"{inner.mod.bind(inner.env, args[0].var)} = ({t}, {element(args[2].type, v, i)})")
             inner.emit(f"{t} = {inner.atom(args[0].body)}")
+        elif name == "fold" and isinstance(args[0], ir.Lam) and not involves_soa(args[2].type):
+            self.fold(t, args[0], args[1], args[2])  # a struct of arrays in the state only: the plain loop
+        elif name == "ifold" and isinstance(args[1], ir.Lam) and args[0].type == INTEGER:
+            self.ifold(t, args[0], args[1], args[2])
         elif e.type == UNITS and name in ("ts_zero", "ts_add", "ts_scale", "ts_neg"):
             self.unit_tangent(t, name, [self.atom(a) for a in args], args)
         else:
@@ -273,36 +252,6 @@ class SoaMixin:
         for line in after:
             self.emit(line)
         self.emit(f"{t} = {value}")
-
-
-    def soa_matrix_build(self, t: str, n: ir.Expr, lam: ir.Lam, vt: TTensor) -> None:
-        """Rows (each of rank r − 1) computed one by one into r-D columns allocated at the
-        first row's lengths; a row of other lengths is a ValueError: the call runs on python
-        (Note [Nested struct of arrays])."""
-        r, leaves = soa_rank(vt), soa_leaves(vt)
-        size, widths = self.atom(n), [self.mod.fresh("m") for _ in range(r - 1)]
-        cols = [self.mod.fresh("col") for _ in leaves]
-        dtypes = [f", _np.{COLUMN_DTYPES[e]}" if e in COLUMN_DTYPES else "" for e in leaves]
-        for w in widths:
-            self.emit(f"{w} = 0")
-        for col, dtype in zip(cols, dtypes):
-            self.emit(f"{col} = _np.empty(({size}, {', '.join(widths)}){dtype})")
-        i = self.mod.fresh("i")
-        self.emit(f"for {i} in range({size}):")
-        inner = self.indented()
-        inner.emit(f"{inner.mod.bind(inner.env, lam.var)} = {i}")
-        row = inner.atom(lam.body)
-        inner.emit(f"if {i} == 0:")
-        first = inner.indented()
-        for d, w in enumerate(widths):
-            first.emit(f"{w} = {row}[{d}]")
-        for col, dtype in zip(cols, dtypes):
-            first.emit(f"{col} = _np.empty(({size}, {', '.join(widths)}){dtype})")
-        inner.emit(f"if {' or '.join(f'{row}[{d}] != {w}' for d, w in enumerate(widths))}:")
-        inner.indented().emit('raise ValueError("a ragged vector of vectors of tuples")')
-        for k, col in enumerate(cols):
-            inner.emit(f"{col}[{i}] = {row}[{r - 1 + k}]")
-        self.emit(f"{t} = ({size}, {', '.join(widths)}, {', '.join(cols)})")
 
 
 def soa_numba_type(t: TTensor, numba_type: Callable[[Type], Any], depth: int = 1) -> Any:

@@ -27,7 +27,7 @@ import numpy as np
 from ..ir import nodes as ir
 from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TLam, TSum, TTensor, TTuple, Type
 from ..values import Inj
-from .numba_types import COLUMN_DTYPES, components, is_soa
+from .numba_types import COLUMN_DTYPES, components, is_soa, soa_rank
 
 
 def placeholder(t: Type, rank: Callable[[Type], int | None]) -> str:
@@ -54,6 +54,9 @@ def placeholder(t: Type, rank: Callable[[Type], int | None]) -> str:
     if is_soa(t):  # no rows: the length 0 and an empty column per component
         from .numba_soa import soa_placeholder
         return soa_placeholder(t)
+    if soa_rank(t):  # Note [Nested struct of arrays] in numba_nested.py
+        from .numba_nested import nested_placeholder
+        return nested_placeholder(t)
     return f"_np.zeros(({'0, ' * rank(t)}))"
 
 
@@ -73,6 +76,10 @@ def machine_placeholder(t: Type, rank: Callable[[Type], int | None]) -> Any:
     if is_soa(t):
         return (0, *(np.zeros(0, getattr(np, COLUMN_DTYPES[e])) if e in COLUMN_DTYPES
                      else machine_placeholder(TTensor(1, e), rank) for e in components(t.elem)))
+    if soa_rank(t):  # Note [Nested struct of arrays] in numba_nested.py
+        from .numba_nested import columns
+        return (0, *[np.zeros(1, np.int64)] * (soa_rank(t) - 1),
+                *(np.zeros(0, getattr(np, COLUMN_DTYPES.get(e, "float64"))) for e in columns(t)))
     if isinstance(t, TTensor):
         return np.zeros((0,) * rank(t))
     return {FLOAT: 0.0, INTEGER: 0, BOOL: False, STRING: ""}[t]

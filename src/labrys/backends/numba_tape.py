@@ -47,12 +47,16 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
 from ..types.tangent import is_constant_tangent, tangent_type
+from .numba_nested import nested_adjoints, nested_count, nested_dual, nested_interleave, t_elem
 from .numba_sums import placeholder
-from .numba_types import Unsupported, array_rank, is_soa, soa_matrix
+from .numba_types import Unsupported, array_rank, is_soa, soa_matrix, soa_rank
 
 # Smeding & Vákár's dualrevtape, then Krawiec et al.'s deltarev (Note [Deltas on the tape])
 TAPE_PRIMITIVES = ("drtZero", "drtOp", "drtInputs", "drtGradient",
                    "Zero", "Scale", "Add", "deltaLet", "deltaInputs", "deltaGradient")
+
+
+DUAL_FLOATS = ((FLOAT, INTEGER), (FLOAT, DELTA))  # dualrevtape's and deltarev's dual of a Float
 
 
 class NeedsTape(Exception):
@@ -93,25 +97,12 @@ def _has_delta(t: Type) -> bool:
     return isinstance(t, TTensor) and _has_delta(t.elem)
 
 
-def _has_matrix(t: Type) -> bool:
-    if isinstance(t, TTuple):
-        return any(_has_matrix(e) for e in t.elems)
-    if isinstance(t, TSum):
-        return _has_matrix(t.left) or _has_matrix(t.right)
-    return soa_matrix(t)
-
-
 def tape_boundary(d: ir.Def) -> None:
     """A Delta is a node of a tape that lives only inside one compiled call: it cannot be
-    an argument or the result of the call (``[delta f]`` called from outside a run).  Nor
-    can a nested vector of tuples, which has a machine form only inside compiled code
-    (Note [Nested struct of arrays] in numba_soa.py: the dual of a matrix input)."""
+    an argument or the result of the call (``[delta f]`` called from outside a run)."""
     for what, t in [(f"parameter {p.name}", p.type) for p in d.params] + [("result", d.ret)]:
         if _has_delta(t):
             raise Unsupported(f"{what} of type {t} (a Delta outside a run of deltarev)", d.span)
-        if _has_matrix(t):
-            raise Unsupported(f"{what} of type {t} (a nested vector of tuples crosses into compiled "
-                              "code only inside a call)", d.span)
 
 
 def _tuple(parts: list[str]) -> str:
@@ -180,6 +171,8 @@ class TapeMixin:
             return f"({x}, {i})"
         if isinstance(t, TTuple):
             return _tuple([self.interleave(f"{x}[{k}]", u, e) for k, u in enumerate(t.elems)])
+        if isinstance(t, TTensor) and t.elem in (INTEGER, BOOL):  # no reals: its dual is itself
+            return x
         if isinstance(t, TTensor) and t.rank == 1 and t.elem == FLOAT:
             first = self.mod.fresh("id")
             self.emit(f"{first} = _drt_ids(_tape, {x}.shape[0])")
@@ -191,11 +184,14 @@ class TapeMixin:
             return self._soa_ids(x, t, f"{first}", r, [0])
         if isinstance(t, TSum):
             return self._sum(x, t, lambda em, v, u: em.interleave(v, u, e), _unseeded)
+        if soa_matrix(t):  # Note [Nested struct of arrays] in numba_nested.py
+            first = self.mod.fresh("id")
+            self.emit(f"{first} = _drt_ids(_tape, {nested_count(x, t)} * {_floats_per_element(t_elem(t), e.span)})")
+            return nested_dual(x, t, first)
         if _nested_vec(t):  # a matrix (or deeper): Note [Nested struct of arrays]
             first = self.mod.fresh("id")
             self.emit(f"{first} = _drt_ids(_tape, {x}.size)")
-            lengths = ", ".join(f"{x}.shape[{d}]" for d in range(array_rank(t)))
-            return f"({lengths}, {x}.copy(), _np.arange({first}, {first} + {x}.size).reshape({x}.shape))"
+            return nested_interleave(x, array_rank(t), first)
         raise Unsupported(f"dualrevtape's input of type {t}", e.span)
 
     def _soa_ids(self, x: str, t: TTensor, first: str, r: int, q: list[int]) -> str:
@@ -242,6 +238,8 @@ class TapeMixin:
             self.emit(f"if {y}[0] != {dt}[0]:")
             self.indented().emit('raise ValueError("the cotangent\'s shape differs from the output\'s")')
             self._seed_soa(adj, base, y, yt, dt, dtt)
+        elif soa_matrix(yt) and array_rank(dtt) == soa_rank(yt) and t_elem(yt).elems in DUAL_FLOATS:
+            self._seed_nested(adj, base, y, soa_rank(yt), dt)
         elif isinstance(dtt, TSum):
             self.emit(f"if {y}[0] != {dt}[0]:")
             self.indented().emit('raise ValueError("the cotangent\'s alternative differs from the output\'s")')
@@ -260,6 +258,26 @@ class TapeMixin:
             self.indented().emit(f"{adj}[{ids}[{i}] - {base}] += {d}[{i}]")
         else:
             raise Unsupported(f"dualrevtape's output cotangent of type {dtt}", e.span)
+
+    def _seed_nested(self, adj: str, base: str, y: str, r: int, dt: str) -> None:
+        """The dual of a Float array of rank r (a nested struct of arrays, its IDs the last column)
+        seeded with the array dt, row by row: each row's length checked against dt's shape."""
+        em, lo, hi, idx = self, "0", f"{y}[0]", []
+        em.emit(f"if {hi} != {dt}.shape[0]:")
+        em.indented().emit('raise ValueError("the cotangent\'s shape differs from the output\'s")')
+        for d in range(r):
+            k = self.mod.fresh("i")
+            em.emit(f"for {k} in range({hi} - {lo}):")
+            em, idx = em.indented(), idx + [k]
+            if d == r - 1:
+                em.emit(f"{adj}[{y}[{r + 1}][{lo} + {k}] - {base}] += {dt}[{', '.join(idx)}]")
+                break
+            a, b = self.mod.fresh("a"), self.mod.fresh("b")
+            em.emit(f"{a} = {y}[{d + 1}][{lo} + {k}]")
+            em.emit(f"{b} = {y}[{d + 1}][{lo} + {k} + 1]")
+            em.emit(f"if {b} - {a} != {dt}.shape[{d + 1}]:")
+            em.indented().emit('raise ValueError("the cotangent\'s shape differs from the output\'s")')
+            lo, hi = a, b
 
     def _seed_column(self, adj: str, base: str, n: str, ids: str, dt: str) -> None:
         self.emit(f"if {n} != {dt}.shape[0]:")
@@ -288,6 +306,8 @@ class TapeMixin:
             return g
         if isinstance(t, TTuple):
             return _tuple([self.deinterleave(adj, c, f"{x}[{k}]", u, e) for k, u in enumerate(t.elems)])
+        if isinstance(t, TTensor) and t.rank == 1 and t.elem in (INTEGER, BOOL):  # units: its length
+            return _units(x, t, e)
         if isinstance(t, TTensor) and t.rank == 1 and t.elem == FLOAT:
             g = self.mod.fresh("g")
             self.emit(f"{g} = {adj}[{c}:{c} + {x}.shape[0]].copy()")
@@ -304,6 +324,12 @@ class TapeMixin:
             def absent(em, v, u):
                 return placeholder(tangent_type(u), array_rank)
             return self._sum(x, t, lambda em, v, u: em.deinterleave(adj, c, v, u, e), absent)
+        if soa_matrix(t):
+            g, n = self.mod.fresh("g"), self.mod.fresh("n")
+            self.emit(f"{n} = {nested_count(x, t)}")
+            self.emit(f"{g} = {nested_adjoints(adj, c, n, x, t, _floats_per_element(t_elem(t), e.span))}")
+            self.emit(f"{c} += {n} * {_floats_per_element(t_elem(t), e.span)}")
+            return g
         if _nested_vec(t):  # row by row, as Interleave drew them
             g = self.mod.fresh("g")
             self.emit(f"{g} = {adj}[{c}:{c} + {x}.size].copy().reshape({x}.shape)")
@@ -338,6 +364,8 @@ def _unseeded(em, x: str, t: Type) -> str:
         return f"({x}, 0)"
     if isinstance(t, TTuple):
         return _tuple([_unseeded(em, f"{x}[{k}]", u) for k, u in enumerate(t.elems)])
+    if isinstance(t, TTensor) and t.elem in (INTEGER, BOOL):
+        return x
     if isinstance(t, TTensor) and t.rank == 1 and t.elem == FLOAT:
         return f"({x}.shape[0], {x}.copy(), _np.zeros({x}.shape[0], _np.int64))"
     if is_soa(t):

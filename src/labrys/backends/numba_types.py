@@ -63,7 +63,8 @@ def float_tensor(t: Type) -> bool:
     return array_rank(t) is not None
 
 
-UNITS = TTensor(1, TTuple(()))  # Vec (Tuple): the tangent of a Vec Integer
+UNIT = TTuple(())  # the tangent of an Integer
+UNITS = TTensor(1, UNIT)  # Vec (Tuple): the tangent of a Vec Integer
 
 
 def components(t: Type) -> tuple[Type, ...]:
@@ -89,26 +90,37 @@ def column_ok(e: Type) -> bool:
 
 
 def soa_rank(t: Type | None) -> int | None:
-    """r ≥ 2 for ``Vec (… (Vec (Tuple …)))``, r vectors deep, of Float, Integer, Bool columns: a struct
-    of arrays of rank r (Note [Nested struct of arrays] in numba_soa.py); None otherwise."""
+    """r ≥ 2 for ``Vec (… (Vec (Tuple …)))``, r vectors deep, of Float, Integer, Bool columns (in tuples
+    of their own, e.g. a dual number, or units ``(Tuple)``, the tangent of an Integer, which have none): a struct
+    of arrays of rank r (Note [Nested struct of arrays] in numba_nested.py); None otherwise."""
     r = 0
     while isinstance(t, TTensor) and t.rank == 1:
         t, r = t.elem, r + 1
-    if r < 2 or not isinstance(t, TTuple) or not t.elems or any(e not in (FLOAT, INTEGER, BOOL, DELTA)
-                                                                for e in t.elems):
-        return None
-    return r
+    return r if r >= 2 and isinstance(t, TTuple) and t.elems and _flat(t) else None
+
+
+def _flat(t: Type) -> bool:
+    """Numbers, or tuples of them (the unit ``(Tuple)`` among them), at any depth: flat columns."""
+    return t in (FLOAT, INTEGER, BOOL, DELTA) or isinstance(t, TTuple) and all(_flat(e) for e in t.elems)
 
 
 def soa_matrix(t: Type | None) -> bool:
     return soa_rank(t) is not None
 
 
-def soa_leaves(t: TTensor) -> tuple[Type, ...]:
-    """The column types of a nested struct of arrays."""
+def soa_leaves(t: TTensor) -> list[tuple[tuple[int, ...], Type]]:
+    """The columns of a nested struct of arrays: each number's path in the element tuple, and its type."""
     while isinstance(t, TTensor):
         t = t.elem
-    return t.elems
+    out: list[tuple[tuple[int, ...], Type]] = []
+    todo = [((k,), e) for k, e in reversed(list(enumerate(t.elems)))]
+    while todo:
+        path, e = todo.pop()
+        if isinstance(e, TTuple):
+            todo.extend((path + (k,), u) for k, u in reversed(list(enumerate(e.elems))))
+        else:
+            out.append((path, e))
+    return out
 
 
 def involves_soa(t: Type | None) -> bool:
