@@ -240,7 +240,7 @@ def _reals_of(v: Any, t: Type) -> list[float]:
 
 def _dual_zip_numba(xs: list[str], types: list[Type], result: Type) -> str | None:
     """The compiled backend's code for dualZip of Floats, Float vectors (nested: Note [Nested struct of
-    arrays] in labrys.backends.numba_soa) and tuples of them (None: other shapes)."""
+    arrays] in labrys.backends.numba_nested) and tuples of them (None: other shapes)."""
     def zipped(x: str, dx: str, t: Type) -> str | None:
         if t == FLOAT:
             return f"({x}, {dx})"
@@ -249,9 +249,15 @@ def _dual_zip_numba(xs: list[str], types: list[Type], result: Type) -> str | Non
         depth, leaf = 0, t
         while isinstance(leaf, TTensor) and leaf.rank == 1:
             depth, leaf = depth + 1, leaf.elem
-        if depth and leaf == FLOAT:  # a struct of arrays of rank depth, columns x and dx
-            lengths = "".join(f"{x}.shape[{k}], " for k in range(depth))
-            return f"({lengths}{x}, _shaped({dx}, {x}))"
+        if depth == 1 and leaf == FLOAT:  # a struct of arrays, columns x and dx
+            return f"({x}.shape[0], {x}, _shaped({dx}, {x}))"
+        if depth and leaf == FLOAT:  # flat columns and row offsets from x's shape
+            offsets, count = [], f"{x}.shape[0]"
+            for d in range(1, depth):
+                offsets.append(f"_np.arange({count} + 1) * {x}.shape[{d}]")
+                count = f"{count} * {x}.shape[{d}]"
+            flat = [f"_np.ascontiguousarray({v}).ravel()" for v in (x, f"_shaped({dx}, {x})")]
+            return f"({x}.shape[0], {', '.join(offsets + flat)})"
         if isinstance(t, TTuple) and t.elems:
             parts = [zipped(f"{x}[{k}]", f"{dx}[{k}]", e) for k, e in enumerate(t.elems)]
             return None if None in parts else "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"

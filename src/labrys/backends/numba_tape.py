@@ -38,8 +38,8 @@ Interleave and Deinterleave walk the input and output by their static types
 (one case per type, as :mod:`labrys.ad.dual_io` walks values): Float, Integer,
 Bool, String, tuples, ``Vec Float`` (a struct of arrays of values and IDs),
 ``Vec`` of tuples of those, sums (the absent side gets ID 0 and is never
-read), and rectangular ``Vec (Vec … Float)`` outputs (Note [Nested struct of
-arrays]).  Another input or output type raises :class:`Unsupported`: the
+read), and ``Vec (Vec … Float)`` (Note [Nested struct of arrays] in
+:mod:`.numba_nested`).  Another input or output type raises :class:`Unsupported`: the
 derivative runs on ``python`` with a note.
 """
 from __future__ import annotations
@@ -247,15 +247,6 @@ class TapeMixin:
             self.indented().seed_outputs(adj, base, f"{y}[1]", yt.left, f"{dt}[1]", dtt.left, e)
             self.emit("else:")
             self.indented().seed_outputs(adj, base, f"{y}[2]", yt.right, f"{dt}[2]", dtt.right, e)
-        elif _nested_vec(dtt) and soa_matrix(yt):  # (n, m, …, values, IDs): Note [Nested struct of arrays]
-            r = array_rank(dtt)
-            self.emit(f"if {y}[{r}].shape != {dt}.shape:")
-            self.indented().emit('raise ValueError("the cotangent\'s shape differs from the output\'s")')
-            ids, d, i = self.mod.fresh("ids"), self.mod.fresh("d"), self.mod.fresh("i")
-            self.emit(f"{ids} = _np.ascontiguousarray({y}[{r + 1}]).ravel()")
-            self.emit(f"{d} = _np.ascontiguousarray({dt}).ravel()")
-            self.emit(f"for {i} in range({ids}.shape[0]):")
-            self.indented().emit(f"{adj}[{ids}[{i}] - {base}] += {d}[{i}]")
         else:
             raise Unsupported(f"dualrevtape's output cotangent of type {dtt}", e.span)
 
