@@ -164,15 +164,16 @@ class NumbaModuleSource(PyModuleSource):
         return self.hooks.definition(target) if isinstance(target, Signature) else None
 
     def checked(self, d: ir.Def) -> ir.Def:
-        return check_def(d, self.hooks.functions)
+        """d type-checked again, its BOGs concrete again: the checker types a call of a split
+        pass by its signature, whose BOG is opaque (Note [Concrete BOGs] in labrys.ad.bog_types)."""
+        return self.hooks.without_bogs(check_def(d, self.hooks.functions), d.span)
 
     def without_map(self, d: ir.Def) -> ir.Def:
         """(map f v) over a vector as the build it is, so its lambda becomes a loop body."""
         if not any(isinstance(x, ir.Call) and x.func in ("map", "map2") for x in nodes(d.body)):
             return d
         fresh = fresh_for(d)
-        return check_def(ir.Def(d.name, d.ret, d.params, desugar_map(d.body, fresh), span=d.span),
-                         self.hooks.functions)
+        return self.checked(ir.Def(d.name, d.ret, d.params, desugar_map(d.body, fresh), span=d.span))
 
     def hidden(self, room: str) -> list[str]:
         """The hidden last arguments: the closures' heap (Note [Defunctionalisation]), the
