@@ -79,7 +79,7 @@ def room() -> int:
 class NumbaModuleSource(PyModuleSource):
     """A def and every user function it calls (transitively), as one njit module."""
 
-    def __init__(self, backend, tape: bool = False) -> None:
+    def __init__(self, backend, tape: bool = False, bogs: bool = False) -> None:
         super().__init__(backend)
         self.tape = tape  # Note [The tape in generated code] (numba_tape.py)
         self.names: dict[int, tuple[str, int]] = {}  # id(signature) -> generated function, arity
@@ -88,6 +88,8 @@ class NumbaModuleSource(PyModuleSource):
         self.cyclic: set[str] = set()  # generated functions on a cycle of calls
         self.direct: dict[int, list[str]] = {}  # Note [Nested accumulation]
         self.closures = ClosureTable(self, LoopEmitter)  # Note [Defunctionalisation]
+        if bogs:  # a recursive function's BOG crosses: the heap's record lists come from Python
+            self.closures.used = self.closures.crosses = True  # (Note [BOGs across the boundary], labrys.ad)
 
     def add_def(self, d: ir.Def) -> str:
         """The module's entry: a function of d's parameters that starts the recursion
