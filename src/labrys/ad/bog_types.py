@@ -53,14 +53,14 @@ r)`` (append, return the index) and ``bogOpen`` becomes ``(bogRead k (lam (w
 indices.  The records live in the compiled module's heap — the typed lists
 that already hold closures' environments (Note [Defunctionalisation] in
 labrys.backends.numba_closures): one list per record type, fresh for each
-call from Python, so a BOG's memory is freed when the call that made it
-returns, and a depth-n recursion keeps n records (a non-taped function's BOG
-is unchanged: a finite structure, no list).  Reading is O(1); a record is
-never mutated, so reading one twice is fine.  A taped BOG cannot leave the
-call that made it (its list dies with the call): a def whose parameters or
-result hold one — ``[suffwdpass f]`` or ``[sufrevpass f]`` called from
-Python — runs on ``python`` with a note, while ``[sufrev f]``, the default
-gradient and every caller that runs both passes inside one call compile.
+call from Python, so a depth-n recursion keeps n records (a non-taped
+function's BOG is unchanged: a finite structure, no list).  Reading is O(1);
+a record is never mutated, so reading one twice is fine.  A taped BOG that
+leaves the call — ``[suffwdpass f]`` called from Python — takes the call's
+lists with it, and ``[sufrevpass f]`` reads them in place (Note [BOGs across
+the boundary] in :mod:`.bog_boundary`, which says how long they live); a BOG
+that stays inside the call (``[sufrev f]``, the default gradient) is freed
+when the call returns.
 """
 from __future__ import annotations
 

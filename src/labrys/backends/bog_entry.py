@@ -24,7 +24,7 @@ class BogTape:
     labrys.ad.bog_boundary): what a taped BOG made by the call indexes, kept alive by
     every such BOG handed to Python."""
 
-    __slots__ = ("lists", "into", "outof", "memo", "keep", "pushed", "adopted")
+    __slots__ = ("lists", "into", "outof", "memo", "keep", "pushed", "adopted", "__weakref__")
 
     def __init__(self, lists: dict[Type, Any], into: dict[Type, Callable], outof: dict[Type, Callable]) -> None:
         self.lists, self.into, self.outof = lists, into, outof
