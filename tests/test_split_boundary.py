@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 import labrys
-from labrys.ad.bog_runtime import Bog, TapedBog
+from labrys.ad.bog_runtime import Bog, MachineBog, TapedBog
 from labrys.backends.bog_entry import BogTape
+from labrys.backends.numba_soa import nested
 from labrys.backends.python import PythonBackend
 from test_examples import ROOT
 
@@ -27,6 +28,13 @@ PROGRAM = EXAMPLE.read_text() + """
 ; tree recursion: two BOGs of tree in each record
 (def tree Float ((x : Float) (n : Integer))
   (if (lte n 0) (sin x) (mul (tree x (sub n 1)) (cos (tree (mul 0.5 x) (sub n 2))))))
+"""
+
+# rows: a loop whose body runs a loop, so its BOG holds vectors of tuples of vectors (as GMM's)
+ROWS = """
+(def rows Float (m : Vec (Vec Float))
+  (sumbuild (size m) (lam (i : Integer)
+    (let (r (index i m)) (sumbuild (size r) (lam (j : Integer) (mul (sin (index j r)) (index j r))))))))
 """
 
 # poly's two passes are two recursive modules, compiled anew in each process (Note [Compiled
@@ -170,3 +178,39 @@ def test_tree_recursion(mc, mi, on_python):
         assert got == pytest.approx(mi.derive("rev", "tree")(args, 1.0)[0], rel=1e-12)
         assert got == pytest.approx(fd(mi.tree, *args), rel=1e-6)
     assert mc.backend.fallbacks == {} and on_python == []
+
+
+def test_a_non_recursive_bog_crosses_unconverted(mc, mi, on_python):
+    """possq (examples/split.ks): its BOG, a structure of arrays, comes back to Python as the
+    compiled value (a MachineBog) and goes back in as is; reversed twice and on python."""
+    v = np.array([-1.5, -0.5, 0.5, 1.5])
+    t, bog = mc.derive("suffwdpass", "possq")(v)
+    assert t == pytest.approx(2.5) and isinstance(bog, MachineBog)
+    reverse = mc.derive("sufrevpass", "possq")
+    want = np.array([0.0, 0.0, 1.0, 3.0])  # 2 v_i where v_i > 0
+    np.testing.assert_array_equal(reverse(1.0, bog), want)
+    np.testing.assert_array_equal(reverse(2.0, bog), 2 * want)
+    np.testing.assert_array_equal(reverse(1.0, bog), want)
+    np.testing.assert_array_equal(mi.derive("rev", "possq")(v, 1.0), want)
+    mp = labrys.load(PROGRAM, backend="python")
+    np.testing.assert_array_equal(mp.derive("sufrevpass", "possq")(1.0, bog), want)  # read by another backend
+    np.testing.assert_array_equal(reverse(1.0, mp.derive("suffwdpass", "possq")(v)[1]), want)
+    assert mc.backend.fallbacks == {} and on_python == []
+
+
+def test_a_bog_holding_vectors_of_tuples_of_vectors_crosses(on_python):
+    m = labrys.load(ROWS, backend="compiled")
+    x = np.arange(12.0).reshape(3, 4) / 10
+    t, bog = m.derive("suffwdpass", "rows")(x)
+    assert t == pytest.approx(np.sum(np.sin(x) * x), rel=1e-14)
+    assert nested(bog.ctype)  # the shape that cannot cross converted (Note [Rows of structs of arrays])
+    reverse = m.derive("sufrevpass", "rows")
+    want = np.sin(x) + x * np.cos(x)
+    np.testing.assert_allclose(reverse(1.0, bog), want, rtol=1e-14)
+    np.testing.assert_allclose(reverse(3.0, bog), 3 * want, rtol=1e-14)
+    assert m.backend.fallbacks == {} and on_python == []
+    # a BOG made on python: that call runs on python (same gradient); the other way, a positioned refusal
+    mp = labrys.load(ROWS, backend="python")
+    np.testing.assert_allclose(np.asarray(reverse(1.0, mp.derive("suffwdpass", "rows")(x)[1])), want, rtol=1e-14)
+    with pytest.raises(labrys.LabrysError, match="read only by compiled code"):
+        mp.derive("sufrevpass", "rows")(1.0, bog)

@@ -45,6 +45,26 @@ class Bog:
         return "<BOG>"
 
 
+class MachineBog(Bog):
+    """A BOG made by compiled code, kept in the compiled representation of its structure
+    type ``ctype`` (a non-recursive function's: tuples, sums, structs of arrays): compiled
+    code of the same structure takes it back as is, with no conversion either way (Note
+    [BOGs across the boundary] in :mod:`.bog_boundary`); ``value``, what another
+    backend reads, is converted on demand."""
+
+    __slots__ = ("machine", "ctype", "reader", "_read")
+
+    def __init__(self, machine, ctype: Type, reader) -> None:
+        self.machine, self.ctype, self.reader = machine, ctype, reader
+        self._read = None
+
+    @property
+    def value(self):
+        if self._read is None:
+            self._read = (self.reader(self.machine),)
+        return self._read[0]
+
+
 class TapedBog(Bog):
     """A recursive function's BOG made by compiled code and handed to Python: the index of
     its record in the tape (record lists) of the call that made it, which the box keeps

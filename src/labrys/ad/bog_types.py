@@ -76,6 +76,7 @@ from ..ir.types import BOG, INTEGER, TBase, TBogOf, TLam, TSum, TTensor, TTuple,
 from ..types.checker import Signature
 from .bog_boundary import BogConverter
 from .bog_calls import pass_name
+from .bog_runtime import MachineBog
 
 PACKING = ("bogPack", "bogOpen")
 
@@ -93,6 +94,8 @@ class ConcreteDef:
     rebox: Callable | None  # result of the concrete type -> Python value with Bog boxes, or None
     taped: bool = False  # a taped BOG crosses: unbox/rebox take (value, tape) (Note [BOGs across the boundary])
     returns_tape: bool = False  # the result holds a taped BOG (the call's tape outlives it)
+    converter: Any = None  # the BogConverter: converters of any tagged type, (value, tape) -> value
+    machine_box: Any = MachineBog  # a BOG kept in its compiled representation (not taped)
 
 
 def mentions_bog(t: Type) -> bool:
@@ -307,9 +310,9 @@ class Concretiser:
         unbox = [boundary.convert(p.type, True) for p in d.params]
         rebox = boundary.convert(d.ret, False)
         if takes or self.hit:  # a taped BOG crosses: the converters need the call's tape
-            return ConcreteDef(out, unbox, rebox, taped=True, returns_tape=self.hit)
+            return ConcreteDef(out, unbox, rebox, taped=True, returns_tape=self.hit, converter=boundary)
         return ConcreteDef(out, [None if u is None else (lambda v, u=u: u(v, None)) for u in unbox],
-                           None if rebox is None else (lambda v: rebox(v, None)))
+                           None if rebox is None else (lambda v: rebox(v, None)), converter=boundary)
 
 
 def concrete_def(d: ir.Def, linker) -> ConcreteDef | str | None:

@@ -6,17 +6,23 @@ never import ``labrys.ad``, so the converters come in a ConcreteDef).
     Python → compiled:  [sufrevpass f] (dt, box)  ↦  heap = this call's lists, the box's
                         record lists adopted;  box ↦ its index
     compiled → Python:  [suffwdpass f] x  ↦  (t, k)  ↦  (t, TapedBog(tape, R, k))
+
+A non-recursive function's BOG needs no tape: it crosses as a ``MachineBog``,
+its compiled value unconverted (:func:`machine_converters`), which is also how
+a BOG holding vectors of tuples of vectors (GMM's, hand's) crosses at all.
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
 from ..context import Limits
+from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.names import show_name
-from ..ir.types import Type
+from ..ir.types import TBase, TSum, TTensor, TTuple, Type
 from ..memory import address_space_window
 from .closure_boundary import FAILURES, Boundary, direct
+from .numba_soa import nested
 
 
 class BogTape:
@@ -112,3 +118,69 @@ def bog_entry(backend, d: ir.Def, compiled: Any, boundary: Boundary, boxes, to_m
     run.fast = None
     run.__name__ = f"compiled {show_name(d.name)}"
     return run
+
+
+# --- a non-recursive function's BOG: kept in its compiled representation -------------------
+
+def is_bog(t: Type) -> bool:
+    return isinstance(t, TBase) and t.name == "BOG"
+
+
+def holds_bog(t: Type) -> bool:
+    stack = [t]
+    while stack:
+        x = stack.pop()
+        if is_bog(x):
+            return True
+        if isinstance(x, TTuple):
+            stack.extend(x.elems)
+        elif isinstance(x, TSum):
+            stack += [x.left, x.right]
+        elif isinstance(x, TTensor):
+            stack.append(x.elem)
+    return False
+
+
+def outside_bogs(orig: Type, conc: Type) -> list[Type]:
+    """The parts of the concrete type conc that are not a BOG of the tagged type orig
+    (what crosses the boundary converted; a BOG crosses as it is)."""
+    if is_bog(orig):
+        return []
+    if isinstance(orig, TTuple) and isinstance(conc, TTuple) and holds_bog(orig):
+        return [x for o, c in zip(orig.elems, conc.elems) for x in outside_bogs(o, c)]
+    return [conc]
+
+
+def machine_converters(orig: Type, conc: Type, to_machine: Callable, from_machine: Callable,
+                       boxes) -> tuple[Callable, Callable]:
+    """(run-time value of orig → compiled value of conc, and back), a BOG of orig crossing
+    as a ``MachineBog``: its compiled value, unconverted (Note [BOGs across the boundary])."""
+    if is_bog(orig):
+        box = boxes.machine_box
+        unbox, rebox = boxes.converter.convert(orig, True), boxes.converter.convert(orig, False)
+        rows = nested(conc)  # Note [Rows of structs of arrays]: no conversion either way
+        into, back = to_machine(conc), from_machine(conc) or (lambda x: x)
+
+        def inward(v: Any) -> Any:
+            if isinstance(v, box) and v.ctype == conc:
+                return v.machine
+            if rows:  # made by another backend: that backend's pass runs this call (Note [Compiled fallback])
+                raise ValueError("a BOG with rows of structs of arrays made by another backend")
+            return into(unbox(v, None))  # made by another backend: converted
+
+        def read(machine: Any) -> Any:
+            if rows:
+                raise LabrysError(f"a BOG of structure {conc} (vectors of tuples holding vectors of tuples) "
+                                  "made by the compiled backend is read only by compiled code")
+            return rebox(back(machine), None).value
+
+        return inward, (lambda machine: box(machine, conc, read))
+    if isinstance(orig, TTuple) and isinstance(conc, TTuple) and holds_bog(orig):
+        parts = [machine_converters(o, c, to_machine, from_machine, boxes) for o, c in zip(orig.elems, conc.elems)]
+        return (lambda v: tuple(p[0](x) for p, x in zip(parts, v)),
+                lambda m: tuple(p[1](x) for p, x in zip(parts, m)))
+    into, back = to_machine(conc), from_machine(conc) or (lambda x: x)
+    if holds_bog(orig):  # a BOG inside a vector or a sum: the whole value converted
+        unbox, rebox = boxes.converter.convert(orig, True), boxes.converter.convert(orig, False)
+        return (lambda v: into(unbox(v, None))), (lambda m: rebox(back(m), None))
+    return into, back

@@ -42,7 +42,7 @@ from ..ir.traverse import nodes
 from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TLam, TSum, TTensor, TTuple, Type
 from ..memory import address_space_window
 from ..values import dense, make_vec
-from .bog_entry import bog_entry
+from .bog_entry import bog_entry, machine_converters, outside_bogs
 from .boundary import fast_entry
 from .cache import compiled_function
 from .closure_boundary import Boundary, closure_entry
@@ -149,7 +149,10 @@ class CompiledBackend(PythonBackend):
         taped = concrete is not None and concrete.taped  # Note [BOGs across the boundary] in labrys.ad.bog_boundary
         if concrete is not None:  # Note [Concrete BOGs] in labrys.ad.bog_types
             d = concrete.d
-        if any(nested(t) for t in [p.type for p in d.params] + [d.ret]):  # Note [Rows of structs of arrays]
+        crossing = [p.type for p in d.params] + [d.ret] if concrete is None or taped else \
+            [x for o, c in zip(original.params + (ir.Param("", original.ret),), d.params + (ir.Param("", d.ret),))
+             for x in outside_bogs(o.type, c.type)]  # a BOG crosses unconverted (.bog_entry)
+        if any(nested(t) for t in crossing):  # Note [Rows of structs of arrays]
             return self.fall_back(original, "a vector of tuples holding vectors of tuples in its parameters or "
                                             "result is not supported by the compiled backend at its boundary")
         try:
@@ -217,10 +220,10 @@ class CompiledBackend(PythonBackend):
         convert = [to_machine(p.type) for p in d.params]
         slow: list[Callable] = []
         back = from_machine(d.ret)
-        if boxes is not None:  # a BOG crosses as the opaque box (Note [Concrete BOGs])
-            convert = [c if u is None else (lambda v, c=c, u=u: c(u(v))) for c, u in zip(convert, boxes.unbox)]
-            if boxes.rebox is not None:
-                back = (lambda r, b=back, f=boxes.rebox: f(r if b is None else b(r)))
+        if boxes is not None:  # a BOG crosses unconverted, in a MachineBog (Note [BOGs across the boundary])
+            convert = [machine_converters(o.type, p.type, to_machine, from_machine, boxes)[0]
+                       for o, p in zip(original.params, d.params)]
+            back = machine_converters(original.ret, d.ret, to_machine, from_machine, boxes)[1]
         fn = compiled if back is None else (lambda *args: back(compiled(*args)))
         source = original or d
 
