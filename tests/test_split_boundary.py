@@ -1,7 +1,7 @@
-"""A recursive function's BOG crossing the compiled backend's boundary (Note [BOGs
-across the boundary] in labrys.ad.bog_boundary): [suffwdpass f] returns it to
-Python, [sufrevpass f] takes it back, later, twice, in another order, from the
-other backend.  Expected values: closed forms, central finite differences,
+"""BOGs crossing the compiled backend's boundary (Note [BOGs across the boundary] in
+labrys.ad.bog_boundary): [suffwdpass f] returns a recursive function's BOG (a
+TapedBog) or a non-recursive one's (a MachineBog) to Python, [sufrevpass f] takes
+it back, later, twice, in another order, from the other backend.  Expected values: closed forms, central finite differences,
 Knossos rev on the interpreter; and no fallback (no note, nothing generated on
 python)."""
 from __future__ import annotations

@@ -28,10 +28,10 @@ A recursive f's BOG holds its own BOG, a type of unbounded size: Note
 [Recursive BOGs].
 
 At the boundary (a BOG returned to Python, or passed back in) the value is
-the same opaque :class:`.bog_runtime.Bog` box every backend uses: the compiled
-representation is boxed on the way out and unboxed on the way in
-(:meth:`Concretiser.unboxer`, :meth:`Concretiser.reboxer`), so a BOG made on
-one backend can be read on another.
+an opaque :class:`.bog_runtime.Bog` box, as on every backend: a
+``MachineBog`` holding the compiled value, or a ``TapedBog`` for a recursive
+function's (Note [BOGs across the boundary] in :mod:`.bog_boundary`, whose
+:class:`.bog_boundary.BogConverter` converts a BOG made by another backend).
 
 Note [Recursive BOGs]
 ~~~~~~~~~~~~~~~~~~~~~
