@@ -1,9 +1,9 @@
 """BOGs crossing the compiled backend's boundary (Note [BOGs across the boundary] in
 labrys.ad.bog_boundary): [suffwdpass f] returns a recursive function's BOG (a
 TapedBog) or a non-recursive one's (a MachineBog) to Python, [sufrevpass f] takes
-it back, later, twice, in another order, from the other backend.  Expected values: closed forms, central finite differences,
-Knossos rev on the interpreter; and no fallback (no note, nothing generated on
-python)."""
+it back, later, twice, in another order, from the other backend.  Expected
+values: closed forms, central finite differences, Knossos rev on the
+interpreter; and no fallback (no note, nothing generated on python)."""
 from __future__ import annotations
 
 import logging
@@ -15,7 +15,6 @@ import pytest
 import labrys
 from labrys.ad.bog_runtime import Bog, MachineBog, TapedBog
 from labrys.backends.bog_entry import BogTape
-from labrys.backends.numba_soa import nested
 from labrys.backends.python import PythonBackend
 from test_examples import ROOT
 
@@ -28,13 +27,6 @@ PROGRAM = EXAMPLE.read_text() + """
 ; tree recursion: two BOGs of tree in each record
 (def tree Float ((x : Float) (n : Integer))
   (if (lte n 0) (sin x) (mul (tree x (sub n 1)) (cos (tree (mul 0.5 x) (sub n 2))))))
-"""
-
-# rows: a loop whose body runs a loop, so its BOG holds vectors of tuples of vectors (as GMM's)
-ROWS = """
-(def rows Float (m : Vec (Vec Float))
-  (sumbuild (size m) (lam (i : Integer)
-    (let (r (index i m)) (sumbuild (size r) (lam (j : Integer) (mul (sin (index j r)) (index j r))))))))
 """
 
 # poly's two passes are two recursive modules, compiled anew in each process (Note [Compiled
@@ -196,21 +188,3 @@ def test_a_non_recursive_bog_crosses_unconverted(mc, mi, on_python):
     np.testing.assert_array_equal(mp.derive("sufrevpass", "possq")(1.0, bog), want)  # read by another backend
     np.testing.assert_array_equal(reverse(1.0, mp.derive("suffwdpass", "possq")(v)[1]), want)
     assert mc.backend.fallbacks == {} and on_python == []
-
-
-def test_a_bog_holding_vectors_of_tuples_of_vectors_crosses(on_python):
-    m = labrys.load(ROWS, backend="compiled")
-    x = np.arange(12.0).reshape(3, 4) / 10
-    t, bog = m.derive("suffwdpass", "rows")(x)
-    assert t == pytest.approx(np.sum(np.sin(x) * x), rel=1e-14)
-    assert nested(bog.ctype)  # the shape that cannot cross converted (Note [Rows of structs of arrays])
-    reverse = m.derive("sufrevpass", "rows")
-    want = np.sin(x) + x * np.cos(x)
-    np.testing.assert_allclose(reverse(1.0, bog), want, rtol=1e-14)
-    np.testing.assert_allclose(reverse(3.0, bog), 3 * want, rtol=1e-14)
-    assert m.backend.fallbacks == {} and on_python == []
-    # a BOG made on python: that call runs on python (same gradient); the other way, a positioned refusal
-    mp = labrys.load(ROWS, backend="python")
-    np.testing.assert_allclose(np.asarray(reverse(1.0, mp.derive("suffwdpass", "rows")(x)[1])), want, rtol=1e-14)
-    with pytest.raises(labrys.LabrysError, match="read only by compiled code"):
-        mp.derive("sufrevpass", "rows")(1.0, bog)

@@ -39,9 +39,9 @@ backend is read level by level.
 A non-recursive function's BOG needs no tape and crosses as a
 :class:`.bog_runtime.MachineBog`: the compiled value of its structure,
 unconverted, taken back as is by compiled code of the same structure (no
-Python work for a GMM- or LSTM-sized BOG; the only way a BOG holding
-vectors of tuples of vectors crosses at all).  Its ``value`` is converted
-for another backend on demand (``labrys.backends.bog_entry``).
+Python work for an LSTM-sized BOG).  Its ``value`` is converted for another
+backend on demand (``labrys.backends.bog_entry``), so a BOG with no such
+conversion (vectors of tuples of vectors) does not cross.
 
 The tape (backend side) provides ``read(R, k)``, ``push(R, value)`` (values
 in the run-time representation of R, a type without ``BOG``),

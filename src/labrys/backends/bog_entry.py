@@ -8,15 +8,13 @@ never import ``labrys.ad``, so the converters come in a ConcreteDef).
     compiled → Python:  [suffwdpass f] x  ↦  (t, k)  ↦  (t, TapedBog(tape, R, k))
 
 A non-recursive function's BOG needs no tape: it crosses as a ``MachineBog``,
-its compiled value unconverted (:func:`machine_converters`), which is also how
-a BOG holding vectors of tuples of vectors (GMM's, hand's) crosses at all.
+its compiled value unconverted (:func:`machine_converters`).
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
 from ..context import Limits
-from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.types import TBase, TSum, TTensor, TTuple, Type
@@ -142,10 +140,11 @@ def holds_bog(t: Type) -> bool:
 
 
 def outside_bogs(orig: Type, conc: Type) -> list[Type]:
-    """The parts of the concrete type conc that are not a BOG of the tagged type orig
-    (what crosses the boundary converted; a BOG crosses as it is)."""
+    """The parts of the concrete type conc that cross the boundary converted: not a BOG of
+    the tagged type orig (it crosses as it is), unless that BOG holds vectors of tuples of
+    vectors, which no other backend could read (Note [Rows of structs of arrays])."""
     if is_bog(orig):
-        return []
+        return [conc] if nested(conc) else []
     if isinstance(orig, TTuple) and isinstance(conc, TTuple) and holds_bog(orig):
         return [x for o, c in zip(orig.elems, conc.elems) for x in outside_bogs(o, c)]
     return [conc]
@@ -158,20 +157,14 @@ def machine_converters(orig: Type, conc: Type, to_machine: Callable, from_machin
     if is_bog(orig):
         box = boxes.machine_box
         unbox, rebox = boxes.converter.convert(orig, True), boxes.converter.convert(orig, False)
-        rows = nested(conc)  # Note [Rows of structs of arrays]: no conversion either way
         into, back = to_machine(conc), from_machine(conc) or (lambda x: x)
 
         def inward(v: Any) -> Any:
             if isinstance(v, box) and v.ctype == conc:
                 return v.machine
-            if rows:  # made by another backend: that backend's pass runs this call (Note [Compiled fallback])
-                raise ValueError("a BOG with rows of structs of arrays made by another backend")
             return into(unbox(v, None))  # made by another backend: converted
 
         def read(machine: Any) -> Any:
-            if rows:
-                raise LabrysError(f"a BOG of structure {conc} (vectors of tuples holding vectors of tuples) "
-                                  "made by the compiled backend is read only by compiled code")
             return rebox(back(machine), None).value
 
         return inward, (lambda machine: box(machine, conc, read))
