@@ -90,13 +90,4 @@ def test_recursion_10_000_deep_compiled_and_the_default_gradient(mc):
     assert mc.backend.fallbacks == {}
 
 
-def test_a_recursive_bog_called_from_python_runs_on_python_with_the_reason():
-    """[suffwdpass f] returns the BOG to Python: the records' list dies with the compiled call,
-    so that pass (and [sufrevpass f]) run on python, with the reason; the values are right."""
-    m = labrys.load(PROGRAM, backend="compiled")
-    t, bog = m.derive("suffwdpass", "poly")((0.5, 3))
-    assert t == pytest.approx(1 + 0.5 + 0.25 + 0.125)
-    assert m.derive("sufrevpass", "poly")(1.0, bog)[0] == pytest.approx(1 + 2 * 0.5 + 3 * 0.25)
-    why = m.backend.fallbacks
-    assert set(why) == {"[suffwdpass poly]", "[sufrevpass poly]"}
-    assert all("BOG of a recursive function" in r for r in why.values())
+# a recursive BOG returned to Python and passed back: tests/test_split_boundary.py

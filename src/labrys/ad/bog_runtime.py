@@ -45,6 +45,46 @@ class Bog:
         return "<BOG>"
 
 
+class MachineBog(Bog):
+    """A BOG made by compiled code, kept in the compiled representation of its structure
+    type ``ctype`` (a non-recursive function's: tuples, sums, structs of arrays): compiled
+    code of the same structure takes it back as is, with no conversion either way (Note
+    [BOGs across the boundary] in :mod:`.bog_boundary`); ``value``, what another
+    backend reads, is converted on demand."""
+
+    __slots__ = ("machine", "ctype", "reader", "_read")
+
+    def __init__(self, machine, ctype: Type, reader) -> None:
+        self.machine, self.ctype, self.reader = machine, ctype, reader
+        self._read = None
+
+    @property
+    def value(self):
+        if self._read is None:
+            self._read = (self.reader(self.machine),)
+        return self._read[0]
+
+
+class TapedBog(Bog):
+    """A recursive function's BOG made by compiled code and handed to Python: the index of
+    its record in the tape (record lists) of the call that made it, which the box keeps
+    alive (Note [BOGs across the boundary] in :mod:`.bog_boundary`).  ``value`` is the
+    structure a :class:`Bog` of the other backends holds, read on demand, one level at a
+    time (its inner BOGs are again ``TapedBog`` s)."""
+
+    __slots__ = ("tape", "record", "index", "reader", "_read")
+
+    def __init__(self, tape, record: Type, index: int, reader) -> None:
+        self.tape, self.record, self.index, self.reader = tape, record, index, reader
+        self._read = None
+
+    @property
+    def value(self):
+        if self._read is None:
+            self._read = (self.reader(self.tape.read(self.record, self.index), self.tape),)
+        return self._read[0]
+
+
 primitive("bogPack", lambda t: TBogOf(t), lambda t: Bog,
           "(bogPack b): a function's BOG behind the opaque type BOG (split reverse mode).", _one, nondiff=True)
 primitive("bogOpen", _open_type, lambda t: spread(lambda b, w: b.value),

@@ -28,10 +28,10 @@ A recursive f's BOG holds its own BOG, a type of unbounded size: Note
 [Recursive BOGs].
 
 At the boundary (a BOG returned to Python, or passed back in) the value is
-the same opaque :class:`.bog_runtime.Bog` box every backend uses: the compiled
-representation is boxed on the way out and unboxed on the way in
-(:meth:`Concretiser.unboxer`, :meth:`Concretiser.reboxer`), so a BOG made on
-one backend can be read on another.
+an opaque :class:`.bog_runtime.Bog` box, as on every backend: a
+``MachineBog`` holding the compiled value, or a ``TapedBog`` for a recursive
+function's (Note [BOGs across the boundary] in :mod:`.bog_boundary`, whose
+:class:`.bog_boundary.BogConverter` converts a BOG made by another backend).
 
 Note [Recursive BOGs]
 ~~~~~~~~~~~~~~~~~~~~~
@@ -53,14 +53,14 @@ r)`` (append, return the index) and ``bogOpen`` becomes ``(bogRead k (lam (w
 indices.  The records live in the compiled module's heap — the typed lists
 that already hold closures' environments (Note [Defunctionalisation] in
 labrys.backends.numba_closures): one list per record type, fresh for each
-call from Python, so a BOG's memory is freed when the call that made it
-returns, and a depth-n recursion keeps n records (a non-taped function's BOG
-is unchanged: a finite structure, no list).  Reading is O(1); a record is
-never mutated, so reading one twice is fine.  A taped BOG cannot leave the
-call that made it (its list dies with the call): a def whose parameters or
-result hold one — ``[suffwdpass f]`` or ``[sufrevpass f]`` called from
-Python — runs on ``python`` with a note, while ``[sufrev f]``, the default
-gradient and every caller that runs both passes inside one call compile.
+call from Python, so a depth-n recursion keeps n records (a non-taped
+function's BOG is unchanged: a finite structure, no list).  Reading is O(1);
+a record is never mutated, so reading one twice is fine.  A taped BOG that
+leaves the call — ``[suffwdpass f]`` called from Python — takes the call's
+lists with it, and ``[sufrevpass f]`` reads them in place (Note [BOGs across
+the boundary] in :mod:`.bog_boundary`, which says how long they live); a BOG
+that stays inside the call (``[sufrev f]``, the default gradient) is freed
+when the call returns.
 """
 from __future__ import annotations
 
@@ -74,9 +74,9 @@ from ..ir.names import DerivedName, erase_types, show_name
 from ..ir.traverse import map_bottom_up, nodes
 from ..ir.types import BOG, INTEGER, TBase, TBogOf, TLam, TSum, TTensor, TTuple, Type
 from ..types.checker import Signature
-from ..values import Inj, dense, make_vec
+from .bog_boundary import BogConverter
 from .bog_calls import pass_name
-from .bog_runtime import Bog
+from .bog_runtime import MachineBog
 
 PACKING = ("bogPack", "bogOpen")
 
@@ -92,7 +92,10 @@ class ConcreteDef:
     d: ir.Def
     unbox: list        # per parameter: Python value (Bog boxes) -> value of the concrete type, or None
     rebox: Callable | None  # result of the concrete type -> Python value with Bog boxes, or None
-    crossing: str | None = None  # why its parameters or result cannot cross into Python (Note [Recursive BOGs])
+    taped: bool = False  # a taped BOG crosses: unbox/rebox take (value, tape) (Note [BOGs across the boundary])
+    returns_tape: bool = False  # the result holds a taped BOG (the call's tape outlives it)
+    converter: Any = None  # the BogConverter: converters of any tagged type, (value, tape) -> value
+    machine_box: Any = MachineBog  # a BOG kept in its compiled representation (not taped)
 
 
 def mentions_bog(t: Type) -> bool:
@@ -300,55 +303,16 @@ class Concretiser:
         self.hit = False
         params = tuple(dataclasses.replace(p, type=self.type(p.type)) if mentions_bog(p.type) else p
                        for p in d.params)
+        takes, self.hit = self.hit, False
         ret = self.type(d.ret)
-        if self.hit:  # Note [Recursive BOGs]: the lists die with the call
-            why = ("its parameters or result hold the BOG of a recursive function, an index into lists that "
-                   "live only as long as one compiled call")
-            out = ir.Def(d.name, ret, params, map_bottom_up(d.body, self.node), span=d.span)
-            return ConcreteDef(out, [None] * len(d.params), None, why)
-        body = map_bottom_up(d.body, self.node)
-        out = ir.Def(d.name, ret, params, body, span=d.span)
-        return ConcreteDef(out, [self.unboxer(p.type) for p in d.params], self.reboxer(d.ret))
-
-    # --- the boundary -----------------------------------------------------------------
-    def unboxer(self, t: Type) -> Callable | None:
-        """Python value of the tagged type t (BOGs boxed) -> the value of C(t)."""
-        return self._convert(t, unbox=True)
-
-    def reboxer(self, t: Type) -> Callable | None:
-        """Value of C(t) -> the Python value of t, each BOG in a :class:`Bog` box."""
-        return self._convert(t, unbox=False)
-
-    def _convert(self, t: Type, unbox: bool) -> Callable | None:
-        match t:
-            case TBogOf():
-                inner = self._convert(self.expand(t), unbox)
-                if unbox:
-                    return (lambda v: v.value) if inner is None else (lambda v: inner(v.value))
-                return Bog if inner is None else (lambda v: Bog(inner(v)))
-            case TTuple(elems):
-                parts = [self._convert(e, unbox) for e in elems]
-                if all(p is None for p in parts):
-                    return None
-                return lambda v: tuple(x if p is None else p(x) for p, x in zip(parts, v))
-            case TTensor(_, elem):
-                f = self._convert(elem, unbox)
-                if f is None:
-                    return None
-                target = self.type(elem) if unbox else elem
-
-                def each(v):
-                    arr = dense(v)
-                    return make_vec(target, [f(x) for x in arr.flat], arr.shape)
-                return each
-            case TSum(a, b):
-                fa, fb = self._convert(a, unbox), self._convert(b, unbox)
-                if fa is None and fb is None:
-                    return None
-                ident = (lambda x: x)
-                fa, fb = fa or ident, fb or ident
-                return lambda v: Inj(v.left, (fa if v.left else fb)(v.value))
-        return None
+        out = ir.Def(d.name, ret, params, map_bottom_up(d.body, self.node), span=d.span)
+        boundary = BogConverter(self)  # Note [BOGs across the boundary] in .bog_boundary
+        unbox = [boundary.convert(p.type, True) for p in d.params]
+        rebox = boundary.convert(d.ret, False)
+        if takes or self.hit:  # a taped BOG crosses: the converters need the call's tape
+            return ConcreteDef(out, unbox, rebox, taped=True, returns_tape=self.hit, converter=boundary)
+        return ConcreteDef(out, [None if u is None else (lambda v, u=u: u(v, None)) for u in unbox],
+                           None if rebox is None else (lambda v: rebox(v, None)), converter=boundary)
 
 
 def concrete_def(d: ir.Def, linker) -> ConcreteDef | str | None:

@@ -28,9 +28,10 @@ the next and adding a loop of its own (``docs/split.md``), ``[rev f]`` costs
 cost 4.7…4.9 × when the rule was set (crossing between depths 3 and 4); split
 mode has since become cheaper, 4.0…4.2 ×, which moves the crossing to between
 2 and 3, where at depth 3 rev costs 6% more.  The threshold stays at 4: the
-3-deep ADBench programs it would switch lose by far on ``compiled`` (LSTM l2
-c1024: ``rev`` 37 ms, ``sufrev`` 235 ms, whose BOG-returning passes still run
-on ``python``).  The rule is static (no run is needed to choose)
+3-deep ADBench programs it would switch still lose on ``compiled``, where the
+counts are not the cost (LSTM l2 c1024, process CPU, median of 5: ``rev``
+28 ms, ``sufrev`` 36 ms — 235 ms before its split passes compiled; GMM d10
+K25: 25 ms against 160 ms).  The rule is static (no run is needed to choose)
 and in one place; ``labrys show FILE f`` prints the choice and its reason.
 """
 from __future__ import annotations

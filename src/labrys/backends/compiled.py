@@ -42,10 +42,12 @@ from ..ir.traverse import nodes
 from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TLam, TSum, TTensor, TTuple, Type
 from ..memory import address_space_window
 from ..values import dense, make_vec
+from .bog_entry import bog_entry, machine_converters, outside_bogs
 from .boundary import fast_entry
 from .cache import compiled_function
 from .closure_boundary import Boundary, closure_entry
 from .numba_nested import nested_from_machine, nested_numba_type, nested_to_machine
+from .numba_closures import lam_types
 from .numba_soa import nested, soa_from_machine, soa_numba_type, soa_to_machine
 from .numba_source import NumbaModuleSource
 from .numba_sums import sum_from_machine, sum_to_machine
@@ -148,20 +150,21 @@ class CompiledBackend(PythonBackend):
         original, concrete, refused = d, self.concrete(d), None
         if isinstance(concrete, str):  # generated anyway: a def that prints still orchestrates
             concrete, refused = None, concrete
-        if concrete is not None and concrete.crossing:  # Note [Recursive BOGs] in labrys.ad.bog_types
-            return self.fall_back(original, f"{concrete.crossing}: not supported by the compiled backend at "
-                                            "its boundary")
+        taped = concrete is not None and concrete.taped  # Note [BOGs across the boundary] in labrys.ad.bog_boundary
         if concrete is not None:  # Note [Concrete BOGs] in labrys.ad.bog_types
             d = concrete.d
-        if any(nested(t) for t in [p.type for p in d.params] + [d.ret]):  # Note [Rows of structs of arrays]
+        crossing = [p.type for p in d.params] + [d.ret] if concrete is None or taped else \
+            [x for o, c in zip(original.params + (ir.Param("", original.ret),), d.params + (ir.Param("", d.ret),))
+             for x in outside_bogs(o.type, c.type)]  # a BOG crosses unconverted (.bog_entry)
+        if any(nested(t) for t in crossing):  # Note [Rows of structs of arrays]
             return self.fall_back(original, "a vector of tuples holding vectors of tuples in its parameters or "
                                             "result is not supported by the compiled backend at its boundary")
         try:
             try:
-                mod = NumbaModuleSource(self)
+                mod = NumbaModuleSource(self, bogs=taped)
                 entry = mod.add_def(d)
             except NeedsTape:  # Note [The tape in generated code]
-                mod = NumbaModuleSource(self, tape=True)
+                mod = NumbaModuleSource(self, tape=True, bogs=taped)
                 entry = mod.add_def(d)
             text = mod.text()
         except Orchestration:  # Note [Orchestration]
@@ -181,6 +184,12 @@ class CompiledBackend(PythonBackend):
         except Exception as exc:  # Numba refused the generated code (Note [Compiled fallback])
             return self.fall_back(original, f"Numba could not compile it ({refusal(exc)})")
         self.sources[show_name(d.name)] = text
+        if boundary and taped:
+            if any(lam_types(p.type) for p in d.params) or lam_types(d.ret):
+                return self.fall_back(original, "function values and the BOG of a recursive function in its "
+                                                "parameters or result are not supported together by the "
+                                                "compiled backend at its boundary")
+            return bog_entry(self, d, fn, boundary, concrete, to_machine, from_machine, original)
         if boundary:
             return closure_entry(self, d, fn, boundary)
         return self._entry(d, fn, original, concrete)
@@ -215,10 +224,10 @@ class CompiledBackend(PythonBackend):
         convert = [to_machine(p.type) for p in d.params]
         slow: list[Callable] = []
         back = from_machine(d.ret)
-        if boxes is not None:  # a BOG crosses as the opaque box (Note [Concrete BOGs])
-            convert = [c if u is None else (lambda v, c=c, u=u: c(u(v))) for c, u in zip(convert, boxes.unbox)]
-            if boxes.rebox is not None:
-                back = (lambda r, b=back, f=boxes.rebox: f(r if b is None else b(r)))
+        if boxes is not None:  # a BOG crosses unconverted, in a MachineBog (Note [BOGs across the boundary])
+            convert = [machine_converters(o.type, p.type, to_machine, from_machine, boxes)[0]
+                       for o, p in zip(original.params, d.params)]
+            back = machine_converters(original.ret, d.ret, to_machine, from_machine, boxes)[1]
         fn = compiled if back is None else (lambda *args: back(compiled(*args)))
         source = original or d
 

@@ -80,7 +80,7 @@ def room() -> int:
 class NumbaModuleSource(PyModuleSource):
     """A def and every user function it calls (transitively), as one njit module."""
 
-    def __init__(self, backend, tape: bool = False) -> None:
+    def __init__(self, backend, tape: bool = False, bogs: bool = False) -> None:
         super().__init__(backend)
         self.tape = tape  # Note [The tape in generated code] (numba_tape.py)
         self.names: dict[int, tuple[str, int]] = {}  # id(signature) -> generated function, arity
@@ -89,6 +89,8 @@ class NumbaModuleSource(PyModuleSource):
         self.cyclic: set[str] = set()  # generated functions on a cycle of calls
         self.direct: dict[int, list[str]] = {}  # Note [Nested accumulation]
         self.closures = ClosureTable(self, LoopEmitter)  # Note [Defunctionalisation]
+        if bogs:  # a recursive function's BOG crosses: the heap's record lists come from Python
+            self.closures.used = self.closures.crosses = True  # (Note [BOGs across the boundary], labrys.ad)
 
     def add_def(self, d: ir.Def) -> str:
         """The module's entry: a function of d's parameters that starts the recursion
@@ -165,15 +167,16 @@ class NumbaModuleSource(PyModuleSource):
         return self.hooks.definition(target) if isinstance(target, Signature) else None
 
     def checked(self, d: ir.Def) -> ir.Def:
-        return check_def(d, self.hooks.functions)
+        """d type-checked again, its BOGs concrete again: the checker types a call of a split
+        pass by its signature, whose BOG is opaque (Note [Concrete BOGs] in labrys.ad.bog_types)."""
+        return self.hooks.without_bogs(check_def(d, self.hooks.functions), d.span)
 
     def without_map(self, d: ir.Def) -> ir.Def:
         """(map f v) over a vector as the build it is, so its lambda becomes a loop body."""
         if not any(isinstance(x, ir.Call) and x.func in ("map", "map2") for x in nodes(d.body)):
             return d
         fresh = fresh_for(d)
-        return check_def(ir.Def(d.name, d.ret, d.params, desugar_map(d.body, fresh), span=d.span),
-                         self.hooks.functions)
+        return self.checked(ir.Def(d.name, d.ret, d.params, desugar_map(d.body, fresh), span=d.span))
 
     def hidden(self, room: str) -> list[str]:
         """The hidden last arguments: the closures' heap (Note [Defunctionalisation]), the

@@ -65,6 +65,7 @@ def _serve() -> None:
         finally:
             sys.setrecursionlimit(saved)
             done.set()
+        del fn, box, done  # the job's result lives with its caller only (a BOG's records are freed with it)
 
 
 def _ensure_worker() -> threading.Thread:
