@@ -46,8 +46,8 @@ from .bog_entry import bog_entry, machine_converters, outside_bogs
 from .boundary import fast_entry
 from .cache import compiled_function
 from .closure_boundary import Boundary, closure_entry
-from .numba_nested import nested_from_machine, nested_numba_type, nested_to_machine
 from .numba_closures import lam_types
+from .numba_nested import nested_from_machine, nested_numba_type, nested_to_machine
 from .numba_soa import nested, soa_from_machine, soa_numba_type, soa_to_machine
 from .numba_source import NumbaModuleSource
 from .numba_sums import sum_from_machine, sum_to_machine
