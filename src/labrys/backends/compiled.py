@@ -39,7 +39,7 @@ from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.traverse import nodes
-from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TLam, TSum, TTensor, TTuple, Type
+from ..ir.types import BOOL, CONTRIB, DELTA, FLOAT, INTEGER, STRING, TLam, TSum, TTensor, TTuple, Type
 from ..memory import address_space_window
 from ..values import dense, make_vec
 from .boundary import fast_entry
@@ -58,7 +58,7 @@ def numba_type(t: Type):
 
     if t == FLOAT:
         return types.float64
-    if t in (INTEGER, DELTA):
+    if t in (INTEGER, DELTA, CONTRIB):
         return types.int64
     if t == BOOL:
         return types.boolean
@@ -77,7 +77,7 @@ def numba_type(t: Type):
     if soa_rank(t):  # Note [Nested struct of arrays]
         r = soa_rank(t)
         return types.Tuple((*[types.int64] * r, *(types.Array(numba_type(e), r, "C") for e in soa_leaves(t))))
-    if t.elem in (INTEGER, DELTA):
+    if t.elem in (INTEGER, DELTA, CONTRIB):
         return types.Array(types.int64, t.rank, "C")
     return types.Array(types.float64, array_rank(t), "C")
 

@@ -44,14 +44,18 @@ derivative runs on ``python`` with a note.
 from __future__ import annotations
 
 from ..ir import nodes as ir
-from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
+from ..ir.types import BOOL, CONTRIB, DELTA, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
 from ..types.tangent import is_constant_tangent, tangent_type
 from .numba_sums import placeholder
 from .numba_types import Unsupported, array_rank, is_soa, soa_matrix
 
 # Smeding & Vákár's dualrevtape, then Krawiec et al.'s deltarev (Note [Deltas on the tape])
+# and Smeding & Vákár's dualrev, Krawiec et al.'s deltarev2 (Notes [Contribs on the tape], [Naive eval₂ on the
+# tape] in numba_contrib_runtime.py)
 TAPE_PRIMITIVES = ("drtZero", "drtOp", "drtInputs", "drtGradient",
-                   "Zero", "Scale", "Add", "deltaLet", "deltaInputs", "deltaGradient")
+                   "Zero", "Scale", "Add", "deltaLet", "deltaInputs", "deltaGradient",
+                   "drcZero", "drcOp", "drcInputs", "drcGradient", "delta2Inputs", "delta2Gradient")
+CONTRIB_IO = ("drcInputs", "drcGradient")  # whose Floats' dual parts are (ID, Contrib), not an ID
 
 
 class NeedsTape(Exception):
@@ -83,7 +87,7 @@ def tape_entry(call: str, params: list[tuple[str, Type]]) -> list[str]:
 
 
 def _has_delta(t: Type) -> bool:
-    if t == DELTA:
+    if t in (DELTA, CONTRIB):
         return True
     if isinstance(t, TTuple):
         return any(_has_delta(e) for e in t.elems)
@@ -107,7 +111,7 @@ def tape_boundary(d: ir.Def) -> None:
     (Note [Nested struct of arrays] in numba_soa.py: the dual of a matrix input)."""
     for what, t in [(f"parameter {p.name}", p.type) for p in d.params] + [("result", d.ret)]:
         if _has_delta(t):
-            raise Unsupported(f"{what} of type {t} (a Delta outside a run of deltarev)", d.span)
+            raise Unsupported(f"{what} of type {t} (a Delta or Contrib outside a run of deltarev or dualrev)", d.span)
         if _has_matrix(t):
             raise Unsupported(f"{what} of type {t} (a nested vector of tuples crosses into compiled "
                               "code only inside a call)", d.span)
@@ -138,6 +142,18 @@ class TapeMixin:
             raise NeedsTape(name)
         if name in ("drtZero", "Zero"):
             self.emit(f"{t} = _drt_fresh(_tape)")
+        elif name == "drcZero":
+            self.emit(f"{t} = (_drt_fresh(_tape), 0)")
+        elif name == "drcOp":  # Note [Contribs on the tape]
+            us, ds = [self.atom(a) for a in args[0::2]], [self.atom(a) for a in args[1::2]]
+            i = self.mod.fresh("id")
+            if len(us) in (1, 2):
+                self.emit(f"{i} = _drc_op{len(us)}(_tape, "
+                          f"{', '.join(f'{u}[0], {u}[1], {d}' for u, d in zip(us, ds))})")
+            else:
+                self.emit(f"{i} = _drc_op(_tape, {_tuple([f'{u}[0]' for u in us])}, "
+                          f"{_tuple([f'{u}[1]' for u in us])}, {_tuple(ds)})")
+            self.emit(f"{t} = ({i}, {i})")
         elif name == "drtOp":
             xs = [self.atom(a) for a in args]
             if len(xs) in (2, 4):  # Note [A tape write without branches]
@@ -152,7 +168,7 @@ class TapeMixin:
             self.emit(f"{t} = _drt_op2(_tape, {u}, 1.0, {v}, 1.0)")
         elif name == "deltaLet":
             self.emit(f"{t} = {self.atom(args[0])}")
-        elif name in ("drtInputs", "deltaInputs"):
+        elif name in ("drtInputs", "deltaInputs", "drcInputs", "delta2Inputs"):
             x = self.atom(args[0])
             self.emit("_drt_begin(_tape)")
             self.emit(f"{t} = {self.interleave(x, args[0].type, e)}")
@@ -161,8 +177,17 @@ class TapeMixin:
             adj, first = self.mod.fresh("adj"), self.mod.fresh("base")
             self.emit(f"{first} = _drt_base(_tape)")
             self.emit(f"{adj} = _drt_adjoints(_tape)")
+            if name == "drcGradient":  # the staging array's Contribs (Note [Contribs on the tape])
+                self.emit(f"{adj}_cb = _drc_staging(_tape)")
             self.seed_outputs(adj, first, y, args[1].type, dt, args[2].type, e)
-            self.emit(f"_drt_sweep(_tape, {adj})")
+            if name == "drcGradient":
+                self.emit(f"_drc_sweep(_tape, {adj}, {adj}_cb)")
+            elif name == "delta2Gradient":  # the seeds are walked into adjoints of their own
+                self.emit(f"{adj}_in = _np.zeros({adj}.shape[0])")
+                self.emit(f"_delta2_walk(_tape, {adj}, {adj}_in)")
+                adj = f"{adj}_in"
+            else:
+                self.emit(f"_drt_sweep(_tape, {adj})")
             c = self.mod.fresh("c")
             self.emit(f"{c} = 1")
             self.emit(f"{t} = {self.deinterleave(adj, c, x, args[0].type, e)}")
@@ -176,37 +201,39 @@ class TapeMixin:
         if t == FLOAT:
             i = self.mod.fresh("id")
             self.emit(f"{i} = _drt_fresh(_tape)")
-            return f"({x}, {i})"
+            return f"({x}, {_image(i, '0', e)})"
         if isinstance(t, TTuple):
             return _tuple([self.interleave(f"{x}[{k}]", u, e) for k, u in enumerate(t.elems)])
         if isinstance(t, TTensor) and t.rank == 1 and t.elem == FLOAT:
             first = self.mod.fresh("id")
             self.emit(f"{first} = _drt_ids(_tape, {x}.shape[0])")
-            return f"({x}.shape[0], {x}.copy(), _np.arange({first}, {first} + {x}.shape[0]))"
+            ids = _ids(f"{x}.shape[0]", f"_np.arange({first}, {first} + {x}.shape[0])", e)
+            return f"({x}.shape[0], {x}.copy(), {ids})"
         if is_soa(t):
             r = _floats_per_element(t.elem, e.span)
             first = self.mod.fresh("id")
             self.emit(f"{first} = _drt_ids(_tape, {x}[0] * {r})")
-            return self._soa_ids(x, t, f"{first}", r, [0])
+            return self._soa_ids(x, t, f"{first}", r, [0], e)
         if isinstance(t, TSum):
-            return self._sum(x, t, lambda em, v, u: em.interleave(v, u, e), _unseeded)
-        if _nested_vec(t):  # a matrix (or deeper): Note [Nested struct of arrays]
+            return self._sum(x, t, lambda em, v, u: em.interleave(v, u, e), lambda em, v, u: _unseeded(em, v, u, e))
+        if _nested_vec(t) and e.func not in CONTRIB_IO:  # a matrix (or deeper): Note [Nested struct of arrays]
             first = self.mod.fresh("id")
             self.emit(f"{first} = _drt_ids(_tape, {x}.size)")
             lengths = ", ".join(f"{x}.shape[{d}]" for d in range(array_rank(t)))
             return f"({lengths}, {x}.copy(), _np.arange({first}, {first} + {x}.size).reshape({x}.shape))"
         raise Unsupported(f"dualrevtape's input of type {t}", e.span)
 
-    def _soa_ids(self, x: str, t: TTensor, first: str, r: int, q: list[int]) -> str:
+    def _soa_ids(self, x: str, t: TTensor, first: str, r: int, q: list[int], e: ir.Call) -> str:
         """The dual of the struct of arrays x: the q-th real of element i gets first + i·r + q."""
         parts = [f"{x}[0]"]
         for k, u in enumerate(t.elem.elems):
             col = f"{x}[{k + 1}]"
             if u == FLOAT:
-                parts.append(f"({x}[0], {col}.copy(), {first} + {r} * _np.arange({x}[0]) + {q[0]})")
+                ids = f"{first} + {r} * _np.arange({x}[0]) + {q[0]}"
+                parts.append(f"({x}[0], {col}.copy(), {_ids(f'{x}[0]', ids, e)})")
                 q[0] += 1
             elif isinstance(u, TTuple):
-                parts.append(self._soa_ids(col, TTensor(1, u), first, r, q))
+                parts.append(self._soa_ids(col, TTensor(1, u), first, r, q, e))
             else:
                 parts.append(col)
         return _tuple(parts)
@@ -230,17 +257,20 @@ class TapeMixin:
         """adj[ID − base] += the cotangent, for every real of the output (⊙_T of Fig. 15)."""
         if is_constant_tangent(dtt):
             return
-        if dtt == FLOAT:
+        if dtt == FLOAT and e.func in CONTRIB_IO:  # staged at its own ID with its own Contrib (P6)
+            self.emit(f"{adj}[{y}[1][0] - {base}] += {dt}")
+            self.emit(f"{adj}_cb[{y}[1][0] - {base}] = {y}[1][1]")
+        elif dtt == FLOAT:
             self.emit(f"{adj}[{y}[1] - {base}] += {dt}")
         elif isinstance(dtt, TTuple):
             for k, (u, v) in enumerate(zip(yt.elems, dtt.elems)):
                 self.seed_outputs(adj, base, f"{y}[{k}]", u, f"{dt}[{k}]", v, e)
         elif isinstance(dtt, TTensor) and dtt.rank == 1 and dtt.elem == FLOAT:
-            self._seed_column(adj, base, f"{y}[0]", f"{y}[2]", dt)
+            self._seed_column(adj, base, f"{y}[0]", f"{y}[2]", dt, e)
         elif is_soa(dtt):
             self.emit(f"if {y}[0] != {dt}[0]:")
             self.indented().emit('raise ValueError("the cotangent\'s shape differs from the output\'s")')
-            self._seed_soa(adj, base, y, yt, dt, dtt)
+            self._seed_soa(adj, base, y, yt, dt, dtt, e)
         elif isinstance(dtt, TSum):
             self.emit(f"if {y}[0] != {dt}[0]:")
             self.indented().emit('raise ValueError("the cotangent\'s alternative differs from the output\'s")')
@@ -251,21 +281,25 @@ class TapeMixin:
         else:
             raise Unsupported(f"dualrevtape's output cotangent of type {dtt}", e.span)
 
-    def _seed_column(self, adj: str, base: str, n: str, ids: str, dt: str) -> None:
+    def _seed_column(self, adj: str, base: str, n: str, ids: str, dt: str, e: ir.Call) -> None:
         self.emit(f"if {n} != {dt}.shape[0]:")
         self.indented().emit('raise ValueError("the cotangent\'s shape differs from the output\'s")')
         i = self.mod.fresh("i")
         self.emit(f"for {i} in range({n}):")
-        self.indented().emit(f"{adj}[{ids}[{i}] - {base}] += {dt}[{i}]")
+        if e.func in CONTRIB_IO:  # ids is the column of (ID, Contrib): (n, IDs, Contribs)
+            self.indented().emit(f"{adj}[{ids}[1][{i}] - {base}] += {dt}[{i}]")
+            self.indented().emit(f"{adj}_cb[{ids}[1][{i}] - {base}] = {ids}[2][{i}]")
+        else:
+            self.indented().emit(f"{adj}[{ids}[{i}] - {base}] += {dt}[{i}]")
 
-    def _seed_soa(self, adj: str, base: str, y: str, yt: TTensor, dt: str, dtt: TTensor) -> None:
+    def _seed_soa(self, adj: str, base: str, y: str, yt: TTensor, dt: str, dtt: TTensor, e: ir.Call) -> None:
         for k, (u, v) in enumerate(zip(yt.elem.elems, dtt.elem.elems)):
             if is_constant_tangent(v):
                 continue
             if v == FLOAT:  # the column of duals is itself (n, values, IDs)
-                self._seed_column(adj, base, f"{y}[0]", f"{y}[{k + 1}][2]", f"{dt}[{k + 1}]")
+                self._seed_column(adj, base, f"{y}[0]", f"{y}[{k + 1}][2]", f"{dt}[{k + 1}]", e)
             else:
-                self._seed_soa(adj, base, f"{y}[{k + 1}]", TTensor(1, u), f"{dt}[{k + 1}]", TTensor(1, v))
+                self._seed_soa(adj, base, f"{y}[{k + 1}]", TTensor(1, u), f"{dt}[{k + 1}]", TTensor(1, v), e)
 
     def deinterleave(self, adj: str, c: str, x: str, t: Type, e: ir.Call) -> str:
         """dS shaped like x : t, its reals adj[c], adj[c+1], … in Interleave's order."""
@@ -320,29 +354,39 @@ def _nested_vec(t: Type) -> bool:
     return isinstance(t, TTensor) and t.rank == 1 and isinstance(t.elem, TTensor) and (array_rank(t) or 0) >= 2
 
 
-def _unseeded(em, x: str, t: Type) -> str:
+def _image(i: str, contrib: str, e: ir.Call) -> str:
+    """A Float's dual part: its ID, or for dualrev (ID, Contrib) (Note [Contribs on the tape])."""
+    return f"({i}, {contrib})" if e.func in CONTRIB_IO else i
+
+
+def _ids(n: str, ids: str, e: ir.Call) -> str:
+    """The column of the dual parts of n Floats with IDs ids: the IDs, or for dualrev (n, IDs, [] each)."""
+    return f"({n}, {ids}, _np.zeros({n}, _np.int64))" if e.func in CONTRIB_IO else ids
+
+
+def _unseeded(em, x: str, t: Type, e: ir.Call) -> str:
     """The absent side of an input sum: its reals with ID 0 (never read, never swept)."""
     if is_constant_tangent(t) and not isinstance(t, TSum):
         return x
     if t == FLOAT:
-        return f"({x}, 0)"
+        return f"({x}, {_image('0', '0', e)})"
     if isinstance(t, TTuple):
-        return _tuple([_unseeded(em, f"{x}[{k}]", u) for k, u in enumerate(t.elems)])
+        return _tuple([_unseeded(em, f"{x}[{k}]", u, e) for k, u in enumerate(t.elems)])
     if isinstance(t, TTensor) and t.rank == 1 and t.elem == FLOAT:
-        return f"({x}.shape[0], {x}.copy(), _np.zeros({x}.shape[0], _np.int64))"
+        return f"({x}.shape[0], {x}.copy(), {_ids(f'{x}.shape[0]', f'_np.zeros({x}.shape[0], _np.int64)', e)})"
     if is_soa(t):
         parts = [f"{x}[0]"]
         for k, u in enumerate(t.elem.elems):
             col = f"{x}[{k + 1}]"
             if u == FLOAT:
-                parts.append(f"({x}[0], {col}.copy(), _np.zeros({x}[0], _np.int64))")
+                parts.append(f"({x}[0], {col}.copy(), {_ids(f'{x}[0]', f'_np.zeros({x}[0], _np.int64)', e)})")
             elif isinstance(u, TTuple):
-                parts.append(_unseeded(em, col, TTensor(1, u)))
+                parts.append(_unseeded(em, col, TTensor(1, u), e))
             else:
                 parts.append(col)
         return _tuple(parts)
     if isinstance(t, TSum):
-        return f"({x}[0], {_unseeded(em, f'{x}[1]', t.left)}, {_unseeded(em, f'{x}[2]', t.right)})"
+        return f"({x}[0], {_unseeded(em, f'{x}[1]', t.left, e)}, {_unseeded(em, f'{x}[2]', t.right, e)})"
     raise Unsupported(f"dualrevtape's input of type {t}", None)
 
 
