@@ -166,8 +166,8 @@ def _smeding_stages() -> tuple[Derivation, ...]:
              "the ID counter and the tape")):
         r = module.REALS
         out.append(Derivation(r.algorithm, summary, "Smeding & Vákár", SMEDING, where, REV, WHOLE_LANGUAGE,
-                              knossos.rev_signature, module.PIPELINE, compiled=module in (dualrev, dualrevtape), runtime=runtime,
-                              treats=dual_numbers.treats))
+                              knossos.rev_signature, module.PIPELINE, compiled=module in (dualrev, dualrevtape),
+                              runtime=runtime, treats=dual_numbers.treats))
         out.append(Derivation(r.derivation, f"{r.algorithm}'s translation [{r.derivation} f]", "Smeding & Vákár",
                               SMEDING, where, TRANSLATION, WHOLE_LANGUAGE, translation_signature(r),
                               module.TRANSLATION, compiled=module in (dualrev, dualrevtape), internal=True,
