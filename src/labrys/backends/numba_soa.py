@@ -91,6 +91,8 @@ from .numba_types import (
     array_rank,
     components,
     is_soa,
+    row_columns,
+    row_of,
     soa_leaves,
     soa_matrix,
     soa_rank,
@@ -163,7 +165,10 @@ class SoaMixin:
             r = soa_rank(args[1].type)
             lengths = [f"{v}[{d}]" for d in range(1, r)]
             cols = [f"{v}[{r + c}][{k}]" for c in range(len(soa_leaves(args[1].type)))]
-            self.emit(f"{t} = ({', '.join(lengths + cols)})")
+            if r == 2:  # the row: a rank-1 struct of arrays, tuple components regrouped
+                self.emit(f"{t} = {row_of(lengths[0], cols, args[1].type)}")
+            else:
+                self.emit(f"{t} = ({', '.join(lengths + cols)})")
         elif name == "build" and isinstance(args[1], ir.Lam) and soa_matrix(e.type) and args[0].type == INTEGER:
             self.soa_matrix_build(t, args[0], args[1], e.type)
         elif name == "size" and is_soa(args[0].type):
@@ -300,8 +305,9 @@ class SoaMixin:
             first.emit(f"{col} = _np.empty(({size}, {', '.join(widths)}){dtype})")
         inner.emit(f"if {' or '.join(f'{row}[{d}] != {w}' for d, w in enumerate(widths))}:")
         inner.indented().emit('raise ValueError("a ragged vector of vectors of tuples")')
-        for k, col in enumerate(cols):
-            inner.emit(f"{col}[{i}] = {row}[{r - 1 + k}]")
+        row_cols = row_columns(row, vt) if r == 2 else [f"{row}[{r - 1 + k}]" for k in range(len(cols))]
+        for col, value in zip(cols, row_cols):
+            inner.emit(f"{col}[{i}] = {value}")
         self.emit(f"{t} = ({size}, {', '.join(widths)}, {', '.join(cols)})")
 
 

@@ -216,11 +216,13 @@ class TapeMixin:
             return self._soa_ids(x, t, f"{first}", r, [0], e)
         if isinstance(t, TSum):
             return self._sum(x, t, lambda em, v, u: em.interleave(v, u, e), lambda em, v, u: _unseeded(em, v, u, e))
-        if _nested_vec(t) and e.func not in CONTRIB_IO:  # a matrix (or deeper): Note [Nested struct of arrays]
+        if _nested_vec(t):  # a matrix (or deeper): Note [Nested struct of arrays]
             first = self.mod.fresh("id")
             self.emit(f"{first} = _drt_ids(_tape, {x}.size)")
             lengths = ", ".join(f"{x}.shape[{d}]" for d in range(array_rank(t)))
-            return f"({lengths}, {x}.copy(), _np.arange({first}, {first} + {x}.size).reshape({x}.shape))"
+            ids = f"_np.arange({first}, {first} + {x}.size).reshape({x}.shape)"
+            cbs = f", _np.zeros({x}.shape, _np.int64)" if e.func in CONTRIB_IO else ""  # dualrev: (ID, [])
+            return f"({lengths}, {x}.copy(), {ids}{cbs})"
         raise Unsupported(f"dualrevtape's input of type {t}", e.span)
 
     def _soa_ids(self, x: str, t: TTensor, first: str, r: int, q: list[int], e: ir.Call) -> str:

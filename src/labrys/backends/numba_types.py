@@ -95,10 +95,39 @@ def soa_rank(t: Type | None) -> int | None:
     r = 0
     while isinstance(t, TTensor) and t.rank == 1:
         t, r = t.elem, r + 1
-    if r < 2 or not isinstance(t, TTuple) or not t.elems or any(e not in (FLOAT, INTEGER, BOOL, DELTA, CONTRIB)
-                                                                for e in t.elems):
+    if r < 2 or not isinstance(t, TTuple) or not t.elems or not all(map(_leaf, t.elems)):
         return None
     return r
+
+
+_SCALARS = (FLOAT, INTEGER, BOOL, DELTA, CONTRIB)
+
+
+def _leaf(e: Type) -> bool:
+    """A component of a nested struct of arrays' tuples: a scalar, or a tuple of scalars (dualrev's
+    (ID, Contrib)), whose scalars are columns of their own."""
+    return e in _SCALARS or isinstance(e, TTuple) and bool(e.elems) and all(x in _SCALARS for x in e.elems)
+
+
+def row_columns(row: str, t: Type) -> list[str]:
+    """The columns of the rank-1 struct of arrays ``row`` of a rank-2 one's row, flattened as soa_leaves."""
+    return [f"{row}[{q + 1}][{p + 1}]" if isinstance(e, TTuple) else f"{row}[{q + 1}]"
+            for q, e in enumerate(soa_leaves_of(t)) for p in range(len(e.elems) if isinstance(e, TTuple) else 1)]
+
+
+def row_of(width: str, cols: list[str], t: Type) -> str:
+    """A rank-2 struct of arrays' row of the given width from its flattened columns (each already indexed)."""
+    parts, it = [width], iter(cols)
+    for e in soa_leaves_of(t):
+        parts.append(f"({width}, {', '.join(next(it) for _ in e.elems)})" if isinstance(e, TTuple) else next(it))
+    return "(" + ", ".join(parts) + ")"
+
+
+def soa_leaves_of(t: Type) -> tuple[Type, ...]:
+    """The components of the innermost tuples of a nested struct of arrays, unflattened."""
+    while isinstance(t, TTensor):
+        t = t.elem
+    return t.elems
 
 
 def soa_matrix(t: Type | None) -> bool:
@@ -106,10 +135,8 @@ def soa_matrix(t: Type | None) -> bool:
 
 
 def soa_leaves(t: TTensor) -> tuple[Type, ...]:
-    """The column types of a nested struct of arrays."""
-    while isinstance(t, TTensor):
-        t = t.elem
-    return t.elems
+    """The column types of a nested struct of arrays (a tuple component's scalars one by one)."""
+    return tuple(x for e in soa_leaves_of(t) for x in (e.elems if isinstance(e, TTuple) else (e,)))
 
 
 def involves_soa(t: Type | None) -> bool:
