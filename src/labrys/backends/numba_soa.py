@@ -90,6 +90,7 @@ from .numba_types import (
     Unsupported,
     array_rank,
     components,
+    involves_soa,
     is_soa,
     row_columns,
     row_of,
@@ -187,6 +188,8 @@ class SoaMixin:
             inner = self.indented()
             inner.emit(f"{inner.mod.bind(inner.env, args[0].var)} = ({t}, {element(args[2].type, v, i)})")
             inner.emit(f"{t} = {inner.atom(args[0].body)}")
+        elif name == "fold" and isinstance(args[0], ir.Lam) and not involves_soa(args[2].type):
+            self.fold(t, args[0], args[1], args[2])  # only the accumulator is a struct (LSTM's dual state)
         elif e.type == UNITS and name in ("ts_zero", "ts_add", "ts_scale", "ts_neg"):
             self.unit_tangent(t, name, [self.atom(a) for a in args], args)
         else:
