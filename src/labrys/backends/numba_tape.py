@@ -31,8 +31,9 @@ made in evaluation order, so each node's operands are older than it, and the
 sweep of ``dualrevtape`` (IDs descending, each node once, a node whose adjoint is
 0 skipped as §7.3's loop skips a binding) is Fig. 10's ``eval``.  ``deltaInputs`` and
 ``deltaGradient`` are ``drtInputs`` and ``drtGradient``: inputs are Vars 1..a.  The
-staged ``deltarev1`` and ``deltarev2`` (``OneHot``, evaluation as a tree) keep the
-Python run time.
+naive ``deltarev2`` walks the same nodes as a tree, and ``dualrev``'s Contribs are
+entries of this tape too (Notes [Naive eval₂ on the tape], [Contribs on the tape] in
+numba_contrib_runtime.py).
 
 Interleave and Deinterleave walk the input and output by their static types
 (one case per type, as :mod:`labrys.ad.dual_io` walks values): Float, Integer,
