@@ -230,12 +230,16 @@ def _otimes_cost(result: Any, arg: Any) -> int:
     return len(result)
 
 
+# On the compiled backend deltarev1's cotangents are the same float64 vectors (empty for zero_S), so ⊕ and ⊗
+# cost a operations there too: the quadratic cost of this stage is the point of it.
 primitive("zeroS", lambda t: VEC if t == UNIT else None, lambda t: lambda _: np.zeros(0),
-          "deltarev1's zero cotangent (the empty vector stands for 0 of every size).")
+          "deltarev1's zero cotangent (the empty vector stands for 0 of every size).",
+          numba=lambda xs, ts, r: "_np.zeros(0)")
 primitive("oplus", lambda t: VEC if args_of(t, 2) == (VEC, VEC) else None, lambda t: spread(_oplus),
           "(oplus a b): deltarev1's ⊕ on the input's cotangent, a flat vector (Krawiec et al. §5).",
-          cost=_otimes_cost)
+          cost=_otimes_cost, numba=lambda xs, ts, r: "({1}.copy() if {0}.shape[0] == 0 else ({0}.copy() if "
+          "{1}.shape[0] == 0 else {0} + {1}))".format(*xs))
 primitive("otimes", lambda t: VEC if args_of(t, 2) == (FLOAT, VEC) else None,
           lambda t: spread(lambda r, a: r * a),
           "(otimes r a): deltarev1's ⊗, the cotangent a scaled by r (Krawiec et al. §5).",
-          cost=_otimes_cost)
+          cost=_otimes_cost, numba=lambda xs, ts, r: f"({xs[0]} * {xs[1]})")

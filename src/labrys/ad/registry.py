@@ -166,11 +166,11 @@ def _smeding_stages() -> tuple[Derivation, ...]:
              "the ID counter and the tape")):
         r = module.REALS
         out.append(Derivation(r.algorithm, summary, "Smeding & Vákár", SMEDING, where, REV, WHOLE_LANGUAGE,
-                              knossos.rev_signature, module.PIPELINE, compiled=module is dualrevtape, runtime=runtime,
-                              treats=dual_numbers.treats))
+                              knossos.rev_signature, module.PIPELINE, compiled=module in (dualrev, dualrevtape),
+                              runtime=runtime, treats=dual_numbers.treats))
         out.append(Derivation(r.derivation, f"{r.algorithm}'s translation [{r.derivation} f]", "Smeding & Vákár",
                               SMEDING, where, TRANSLATION, WHOLE_LANGUAGE, translation_signature(r),
-                              module.TRANSLATION, compiled=module is dualrevtape, internal=True,
+                              module.TRANSLATION, compiled=module in (dualrev, dualrevtape), internal=True,
                               treats=dual_numbers.treats))
     return tuple(out)
 
@@ -209,12 +209,12 @@ REGISTRY = Registry((
     _krawiec("deltarev1", "reverse mode pairing each real with a whole cotangent (naive)", "§5, Figs 5–6, 15",
              REV, knossos.rev_signature, deltarev1.PIPELINE),
     _krawiec("deltarev2", "reverse mode with Delta, evaluated as a tree", "§6, Figs 7–8, 15", REV,
-             knossos.rev_signature, deltarev2.PIPELINE, compiled=False, runtime="Delta values"),
+             knossos.rev_signature, deltarev2.PIPELINE, runtime="Delta values"),
     _krawiec("deltarev", "reverse mode with Delta and explicit sharing (the tape)", "§7, §10–11, Figs 9–11, 15",
              REV, knossos.rev_signature, deltarev.PIPELINE, runtime="the Delta tape"),
     _translation(dualfwd, "dualfwd's translation Fw[f]", "Fig. 3"),
     _translation(deltarev1, "deltarev1's translation D1[f]", "Fig. 5"),
-    _translation(deltarev2, "deltarev2's translation D2[f]", "Fig. 7", compiled=False),
+    _translation(deltarev2, "deltarev2's translation D2[f]", "Fig. 7"),
     _translation(deltarev, "deltarev's translation D[f] into the tape monad", "Fig. 9"),
     # Smeding & Vákár: dual-numbers reverse AD in six steps (S1)
     *_smeding_stages(),

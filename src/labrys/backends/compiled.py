@@ -39,7 +39,7 @@ from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.traverse import nodes
-from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TLam, TSum, TTensor, TTuple, Type
+from ..ir.types import BOOL, CONTRIB, DELTA, FLOAT, INTEGER, STRING, TLam, TSum, TTensor, TTuple, Type
 from ..memory import address_space_window
 from ..values import dense, make_vec
 from .bog_entry import bog_entry, machine_converters, outside_bogs
@@ -61,7 +61,7 @@ def numba_type(t: Type):
 
     if t == FLOAT:
         return types.float64
-    if t in (INTEGER, DELTA):
+    if t in (INTEGER, DELTA, CONTRIB):
         return types.int64
     if t == BOOL:
         return types.boolean
@@ -79,7 +79,7 @@ def numba_type(t: Type):
         return soa_numba_type(t, numba_type)
     if soa_rank(t):  # Note [Nested struct of arrays]
         return nested_numba_type(t)
-    if t.elem in (INTEGER, DELTA):
+    if t.elem in (INTEGER, DELTA, CONTRIB):
         return types.Array(types.int64, t.rank, "C")
     return types.Array(types.float64, array_rank(t), "C")
 

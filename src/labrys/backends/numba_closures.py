@@ -319,10 +319,10 @@ def _recursion_last(c: Candidate) -> int:
 def type_source(t: Type) -> str:
     """Source of the Numba type representing t (as ``numba_type`` in compiled.py), for the
     heap's typed lists."""
-    from ..ir.types import BOOL, FLOAT, STRING
+    from ..ir.types import BOOL, CONTRIB, DELTA, FLOAT, STRING
     from .numba_types import array_rank, is_soa
-    if t in (FLOAT, INTEGER, BOOL, STRING):
-        return {FLOAT: "_nt.float64", INTEGER: "_nt.int64", BOOL: "_nt.boolean", STRING: "_nt.unicode_type"}[t]
+    if t in (FLOAT, INTEGER, BOOL, STRING, DELTA, CONTRIB):  # a Delta, a Contrib: tape nodes (numba_tape.py)
+        return {FLOAT: "_nt.float64", BOOL: "_nt.boolean", STRING: "_nt.unicode_type"}.get(t, "_nt.int64")
     if isinstance(t, TLam):
         return "_nt.UniTuple(_nt.int64, 2)"
     if isinstance(t, TTuple):

@@ -100,14 +100,16 @@ def nested_placeholder(t: TTensor) -> str:
     return "(0, " + "".join(f"{c}, " for c in offsets + cols) + ")"
 
 
-def nested_interleave(x: str, rank: int, first: str) -> str:
+def nested_interleave(x: str, rank: int, first: str, contribs: bool = False) -> str:
     """The dual of the C-contiguous Float array x of the given rank (≥ 2), its reals numbered
-    from the ID ``first`` in row-major order: offsets from x's shape."""
+    from the ID ``first`` in row-major order: offsets from x's shape (with ``contribs``,
+    dualrev's (ID, Contrib) pairs: a column of empty Contribs too)."""
     offsets, count = [], f"{x}.shape[0]"
     for d in range(1, rank):
         offsets.append(f"_np.arange({count} + 1) * {x}.shape[{d}]")
         count = f"{count} * {x}.shape[{d}]"
-    return f"({x}.shape[0], {', '.join(offsets)}, {x}.ravel().copy(), _np.arange({first}, {first} + {x}.size))"
+    empty = f", _np.zeros({x}.size, _np.int64)" if contribs else ""
+    return f"({x}.shape[0], {', '.join(offsets)}, {x}.ravel().copy(), _np.arange({first}, {first} + {x}.size){empty})"
 
 
 def t_elem(t: Type) -> TTuple:

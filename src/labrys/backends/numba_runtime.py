@@ -6,6 +6,7 @@ import inspect
 
 import numpy as _np
 
+from . import numba_contrib_runtime as _contrib  # dualrev's Contribs and deltarev2's eval₂ on that tape
 from . import numba_tape_runtime as _tape  # dualrevtape's tape (Note [The tape as arrays]), compiled with these
 
 
@@ -99,11 +100,12 @@ def _grow(_a, _used, _need, _hint):
 
 
 NAMES = ("_idiv", "_checkindex", "_extremum", "_argextremum", "_ranhashdoub", "_shaped", "_digamma",
-         "_grow") + _tape.NAMES
+         "_grow") + _tape.NAMES + _contrib.NAMES
 
 
 def source() -> str:
     """The helpers as the module the cache compiles once per cache folder (Note [Compile cache])."""
+    def helper(name: str):
+        return globals().get(name) or getattr(_tape, name, None) or getattr(_contrib, name)
     return "import numpy as _np\nfrom numba import njit as _njit\n" + _tape.CONSTANTS + _tape.IMPORTS + "".join(
-        f"\n\n@_njit(cache=_cache)\n{inspect.getsource(globals().get(name) or getattr(_tape, name))}"
-        for name in NAMES)
+        f"\n\n@_njit(cache=_cache)\n{inspect.getsource(helper(name))}" for name in NAMES)

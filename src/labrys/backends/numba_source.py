@@ -33,6 +33,7 @@ from ..types.primitives import Primitive
 from .numba_bogs import BOG_TAPE, BogTapeMixin
 from .numba_bounds import hoist_index_checks
 from .numba_closures import ClosureMixin, ClosureTable, eta_loops, lam_types
+from .numba_delta1 import DELTA1_IO, Delta1Mixin
 from .numba_loops import LoopMixin
 from .numba_rfold import RFoldMixin
 from .numba_scratch import ScratchMixin
@@ -238,8 +239,8 @@ class NumbaModuleSource(PyModuleSource):
         return "\n".join(out) + "\n"
 
 
-class LoopEmitter(ScratchMixin, BogTapeMixin, TapeMixin, ClosureMixin, TangentMixin, SumMixin, SoaMixin, RFoldMixin,
-                  LoopMixin, Emitter):
+class LoopEmitter(ScratchMixin, BogTapeMixin, TapeMixin, Delta1Mixin, ClosureMixin, TangentMixin, SumMixin, SoaMixin,
+                  RFoldMixin, LoopMixin, Emitter):
     """Statements for Numba: loops instead of higher-order primitives."""
 
     mod: NumbaModuleSource
@@ -321,6 +322,8 @@ class LoopEmitter(ScratchMixin, BogTapeMixin, TapeMixin, ClosureMixin, TangentMi
             return self.rfold(t, args, e)
         if self.tape_call(t, name, args, e):  # Note [The tape in generated code]
             return
+        if self.delta1_call(t, name, args, e):  # Note [deltarev1 compiled]
+            return
         if self.bog_tape_call(t, name, args, e):  # Note [Recursive BOGs] in labrys.ad.bog_types
             return
         if (involves_soa(e.type) or any(involves_soa(a.type) for a in args)) and name not in MAKES_SOA:
@@ -389,7 +392,7 @@ def support(prim: Primitive) -> str:
         return "lowered"
     if prim.name in LOOPS:
         return "loop"
-    if prim.name in TAPE_PRIMITIVES or prim.name in BOG_TAPE:
+    if prim.name in TAPE_PRIMITIVES or prim.name in BOG_TAPE or prim.name in DELTA1_IO:
         return "tape"
     return "tangent" if prim.name in TANGENT_OPERATIONS else "python"
 

@@ -25,7 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir import nodes as ir
-from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TLam, TSum, TTensor, TTuple, Type
+from ..ir.types import BOOL, CONTRIB, DELTA, FLOAT, INTEGER, STRING, TLam, TSum, TTensor, TTuple, Type
 from ..values import Inj
 from .numba_types import COLUMN_DTYPES, components, is_soa, soa_rank
 
@@ -34,7 +34,7 @@ def placeholder(t: Type, rank: Callable[[Type], int | None]) -> str:
     """Source of a value of type t for the absent side of a sum (Note [Compiled sums])."""
     if t == FLOAT:
         return "0.0"
-    if t in (INTEGER, DELTA):
+    if t in (INTEGER, DELTA, CONTRIB):
         return "0"
     if t == BOOL:
         return "False"

@@ -31,8 +31,9 @@ made in evaluation order, so each node's operands are older than it, and the
 sweep of ``dualrevtape`` (IDs descending, each node once, a node whose adjoint is
 0 skipped as §7.3's loop skips a binding) is Fig. 10's ``eval``.  ``deltaInputs`` and
 ``deltaGradient`` are ``drtInputs`` and ``drtGradient``: inputs are Vars 1..a.  The
-staged ``deltarev1`` and ``deltarev2`` (``OneHot``, evaluation as a tree) keep the
-Python run time.
+naive ``deltarev2`` walks the same nodes as a tree, and ``dualrev``'s Contribs are
+entries of this tape too (Notes [Naive eval₂ on the tape], [Contribs on the tape] in
+numba_contrib_runtime.py).
 
 Interleave and Deinterleave walk the input and output by their static types
 (one case per type, as :mod:`labrys.ad.dual_io` walks values): Float, Integer,
@@ -45,15 +46,19 @@ derivative runs on ``python`` with a note.
 from __future__ import annotations
 
 from ..ir import nodes as ir
-from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
+from ..ir.types import BOOL, CONTRIB, DELTA, FLOAT, INTEGER, STRING, TSum, TTensor, TTuple, Type
 from ..types.tangent import is_constant_tangent, tangent_type
 from .numba_nested import nested_adjoints, nested_count, nested_dual, nested_interleave, t_elem
 from .numba_sums import placeholder
 from .numba_types import Unsupported, array_rank, is_soa, soa_matrix, soa_rank
 
 # Smeding & Vákár's dualrevtape, then Krawiec et al.'s deltarev (Note [Deltas on the tape])
+# and Smeding & Vákár's dualrev, Krawiec et al.'s deltarev2 (Notes [Contribs on the tape], [Naive eval₂ on the
+# tape] in numba_contrib_runtime.py)
 TAPE_PRIMITIVES = ("drtZero", "drtOp", "drtInputs", "drtGradient",
-                   "Zero", "Scale", "Add", "deltaLet", "deltaInputs", "deltaGradient")
+                   "Zero", "Scale", "Add", "deltaLet", "deltaInputs", "deltaGradient",
+                   "drcZero", "drcOp", "drcInputs", "drcGradient", "delta2Inputs", "delta2Gradient")
+CONTRIB_IO = ("drcInputs", "drcGradient")  # whose Floats' dual parts are (ID, Contrib), not an ID
 
 
 DUAL_FLOATS = ((FLOAT, INTEGER), (FLOAT, DELTA))  # dualrevtape's and deltarev's dual of a Float
@@ -88,7 +93,7 @@ def tape_entry(call: str, params: list[tuple[str, Type]]) -> list[str]:
 
 
 def _has_delta(t: Type) -> bool:
-    if t == DELTA:
+    if t in (DELTA, CONTRIB):
         return True
     if isinstance(t, TTuple):
         return any(_has_delta(e) for e in t.elems)
@@ -102,7 +107,7 @@ def tape_boundary(d: ir.Def) -> None:
     an argument or the result of the call (``[delta f]`` called from outside a run)."""
     for what, t in [(f"parameter {p.name}", p.type) for p in d.params] + [("result", d.ret)]:
         if _has_delta(t):
-            raise Unsupported(f"{what} of type {t} (a Delta outside a run of deltarev)", d.span)
+            raise Unsupported(f"{what} of type {t} (a Delta or Contrib outside a run of deltarev or dualrev)", d.span)
 
 
 def _tuple(parts: list[str]) -> str:
@@ -130,6 +135,18 @@ class TapeMixin:
             raise NeedsTape(name)
         if name in ("drtZero", "Zero"):
             self.emit(f"{t} = _drt_fresh(_tape)")
+        elif name == "drcZero":
+            self.emit(f"{t} = (_drt_fresh(_tape), 0)")
+        elif name == "drcOp":  # Note [Contribs on the tape]
+            us, ds = [self.atom(a) for a in args[0::2]], [self.atom(a) for a in args[1::2]]
+            i = self.mod.fresh("id")
+            if len(us) in (1, 2):
+                self.emit(f"{i} = _drc_op{len(us)}(_tape, "
+                          f"{', '.join(f'{u}[0], {u}[1], {d}' for u, d in zip(us, ds))})")
+            else:
+                self.emit(f"{i} = _drc_op(_tape, {_tuple([f'{u}[0]' for u in us])}, "
+                          f"{_tuple([f'{u}[1]' for u in us])}, {_tuple(ds)})")
+            self.emit(f"{t} = ({i}, {i})")
         elif name == "drtOp":
             xs = [self.atom(a) for a in args]
             if len(xs) in (2, 4):  # Note [A tape write without branches]
@@ -144,7 +161,7 @@ class TapeMixin:
             self.emit(f"{t} = _drt_op2(_tape, {u}, 1.0, {v}, 1.0)")
         elif name == "deltaLet":
             self.emit(f"{t} = {self.atom(args[0])}")
-        elif name in ("drtInputs", "deltaInputs"):
+        elif name in ("drtInputs", "deltaInputs", "drcInputs", "delta2Inputs"):
             x = self.atom(args[0])
             self.emit("_drt_begin(_tape)")
             self.emit(f"{t} = {self.interleave(x, args[0].type, e)}")
@@ -153,8 +170,17 @@ class TapeMixin:
             adj, first = self.mod.fresh("adj"), self.mod.fresh("base")
             self.emit(f"{first} = _drt_base(_tape)")
             self.emit(f"{adj} = _drt_adjoints(_tape)")
+            if name == "drcGradient":  # the staging array's Contribs (Note [Contribs on the tape])
+                self.emit(f"{adj}_cb = _drc_staging(_tape)")
             self.seed_outputs(adj, first, y, args[1].type, dt, args[2].type, e)
-            self.emit(f"_drt_sweep(_tape, {adj})")
+            if name == "drcGradient":
+                self.emit(f"_drc_sweep(_tape, {adj}, {adj}_cb)")
+            elif name == "delta2Gradient":  # the seeds are walked into adjoints of their own
+                self.emit(f"{adj}_in = _np.zeros({adj}.shape[0])")
+                self.emit(f"_delta2_walk(_tape, {adj}, {adj}_in)")
+                adj = f"{adj}_in"
+            else:
+                self.emit(f"_drt_sweep(_tape, {adj})")
             c = self.mod.fresh("c")
             self.emit(f"{c} = 1")
             self.emit(f"{t} = {self.deinterleave(adj, c, x, args[0].type, e)}")
@@ -168,7 +194,7 @@ class TapeMixin:
         if t == FLOAT:
             i = self.mod.fresh("id")
             self.emit(f"{i} = _drt_fresh(_tape)")
-            return f"({x}, {i})"
+            return f"({x}, {_image(i, '0', e)})"
         if isinstance(t, TTuple):
             return _tuple([self.interleave(f"{x}[{k}]", u, e) for k, u in enumerate(t.elems)])
         if isinstance(t, TTensor) and t.elem in (INTEGER, BOOL):  # no reals: its dual is itself
@@ -176,34 +202,36 @@ class TapeMixin:
         if isinstance(t, TTensor) and t.rank == 1 and t.elem == FLOAT:
             first = self.mod.fresh("id")
             self.emit(f"{first} = _drt_ids(_tape, {x}.shape[0])")
-            return f"({x}.shape[0], {x}.copy(), _np.arange({first}, {first} + {x}.shape[0]))"
+            ids = _ids(f"{x}.shape[0]", f"_np.arange({first}, {first} + {x}.shape[0])", e)
+            return f"({x}.shape[0], {x}.copy(), {ids})"
         if is_soa(t):
             r = _floats_per_element(t.elem, e.span)
             first = self.mod.fresh("id")
             self.emit(f"{first} = _drt_ids(_tape, {x}[0] * {r})")
-            return self._soa_ids(x, t, f"{first}", r, [0])
+            return self._soa_ids(x, t, f"{first}", r, [0], e)
         if isinstance(t, TSum):
-            return self._sum(x, t, lambda em, v, u: em.interleave(v, u, e), _unseeded)
-        if soa_matrix(t):  # Note [Nested struct of arrays] in numba_nested.py
+            return self._sum(x, t, lambda em, v, u: em.interleave(v, u, e), lambda em, v, u: _unseeded(em, v, u, e))
+        if soa_matrix(t) and e.func not in CONTRIB_IO:  # Note [Nested struct of arrays] in numba_nested.py
             first = self.mod.fresh("id")
             self.emit(f"{first} = _drt_ids(_tape, {nested_count(x, t)} * {_floats_per_element(t_elem(t), e.span)})")
             return nested_dual(x, t, first)
         if _nested_vec(t):  # a matrix (or deeper): Note [Nested struct of arrays]
             first = self.mod.fresh("id")
             self.emit(f"{first} = _drt_ids(_tape, {x}.size)")
-            return nested_interleave(x, array_rank(t), first)
+            return nested_interleave(x, array_rank(t), first, contribs=e.func in CONTRIB_IO)
         raise Unsupported(f"dualrevtape's input of type {t}", e.span)
 
-    def _soa_ids(self, x: str, t: TTensor, first: str, r: int, q: list[int]) -> str:
+    def _soa_ids(self, x: str, t: TTensor, first: str, r: int, q: list[int], e: ir.Call) -> str:
         """The dual of the struct of arrays x: the q-th real of element i gets first + i·r + q."""
         parts = [f"{x}[0]"]
         for k, u in enumerate(t.elem.elems):
             col = f"{x}[{k + 1}]"
             if u == FLOAT:
-                parts.append(f"({x}[0], {col}.copy(), {first} + {r} * _np.arange({x}[0]) + {q[0]})")
+                ids = f"{first} + {r} * _np.arange({x}[0]) + {q[0]}"
+                parts.append(f"({x}[0], {col}.copy(), {_ids(f'{x}[0]', ids, e)})")
                 q[0] += 1
             elif isinstance(u, TTuple):
-                parts.append(self._soa_ids(col, TTensor(1, u), first, r, q))
+                parts.append(self._soa_ids(col, TTensor(1, u), first, r, q, e))
             else:
                 parts.append(col)
         return _tuple(parts)
@@ -227,17 +255,20 @@ class TapeMixin:
         """adj[ID − base] += the cotangent, for every real of the output (⊙_T of Fig. 15)."""
         if is_constant_tangent(dtt):
             return
-        if dtt == FLOAT:
+        if dtt == FLOAT and e.func in CONTRIB_IO:  # staged at its own ID with its own Contrib (P6)
+            self.emit(f"{adj}[{y}[1][0] - {base}] += {dt}")
+            self.emit(f"{adj}_cb[{y}[1][0] - {base}] = {y}[1][1]")
+        elif dtt == FLOAT:
             self.emit(f"{adj}[{y}[1] - {base}] += {dt}")
         elif isinstance(dtt, TTuple):
             for k, (u, v) in enumerate(zip(yt.elems, dtt.elems)):
                 self.seed_outputs(adj, base, f"{y}[{k}]", u, f"{dt}[{k}]", v, e)
         elif isinstance(dtt, TTensor) and dtt.rank == 1 and dtt.elem == FLOAT:
-            self._seed_column(adj, base, f"{y}[0]", f"{y}[2]", dt)
+            self._seed_column(adj, base, f"{y}[0]", f"{y}[2]", dt, e)
         elif is_soa(dtt):
             self.emit(f"if {y}[0] != {dt}[0]:")
             self.indented().emit('raise ValueError("the cotangent\'s shape differs from the output\'s")')
-            self._seed_soa(adj, base, y, yt, dt, dtt)
+            self._seed_soa(adj, base, y, yt, dt, dtt, e)
         elif soa_matrix(yt) and array_rank(dtt) == soa_rank(yt) and t_elem(yt).elems in DUAL_FLOATS:
             self._seed_nested(adj, base, y, soa_rank(yt), dt)
         elif isinstance(dtt, TSum):
@@ -270,21 +301,25 @@ class TapeMixin:
             em.indented().emit('raise ValueError("the cotangent\'s shape differs from the output\'s")')
             lo, hi = a, b
 
-    def _seed_column(self, adj: str, base: str, n: str, ids: str, dt: str) -> None:
+    def _seed_column(self, adj: str, base: str, n: str, ids: str, dt: str, e: ir.Call) -> None:
         self.emit(f"if {n} != {dt}.shape[0]:")
         self.indented().emit('raise ValueError("the cotangent\'s shape differs from the output\'s")')
         i = self.mod.fresh("i")
         self.emit(f"for {i} in range({n}):")
-        self.indented().emit(f"{adj}[{ids}[{i}] - {base}] += {dt}[{i}]")
+        if e.func in CONTRIB_IO:  # ids is the column of (ID, Contrib): (n, IDs, Contribs)
+            self.indented().emit(f"{adj}[{ids}[1][{i}] - {base}] += {dt}[{i}]")
+            self.indented().emit(f"{adj}_cb[{ids}[1][{i}] - {base}] = {ids}[2][{i}]")
+        else:
+            self.indented().emit(f"{adj}[{ids}[{i}] - {base}] += {dt}[{i}]")
 
-    def _seed_soa(self, adj: str, base: str, y: str, yt: TTensor, dt: str, dtt: TTensor) -> None:
+    def _seed_soa(self, adj: str, base: str, y: str, yt: TTensor, dt: str, dtt: TTensor, e: ir.Call) -> None:
         for k, (u, v) in enumerate(zip(yt.elem.elems, dtt.elem.elems)):
             if is_constant_tangent(v):
                 continue
             if v == FLOAT:  # the column of duals is itself (n, values, IDs)
-                self._seed_column(adj, base, f"{y}[0]", f"{y}[{k + 1}][2]", f"{dt}[{k + 1}]")
+                self._seed_column(adj, base, f"{y}[0]", f"{y}[{k + 1}][2]", f"{dt}[{k + 1}]", e)
             else:
-                self._seed_soa(adj, base, f"{y}[{k + 1}]", TTensor(1, u), f"{dt}[{k + 1}]", TTensor(1, v))
+                self._seed_soa(adj, base, f"{y}[{k + 1}]", TTensor(1, u), f"{dt}[{k + 1}]", TTensor(1, v), e)
 
     def deinterleave(self, adj: str, c: str, x: str, t: Type, e: ir.Call) -> str:
         """dS shaped like x : t, its reals adj[c], adj[c+1], … in Interleave's order."""
@@ -347,31 +382,41 @@ def _nested_vec(t: Type) -> bool:
     return isinstance(t, TTensor) and t.rank == 1 and isinstance(t.elem, TTensor) and (array_rank(t) or 0) >= 2
 
 
-def _unseeded(em, x: str, t: Type) -> str:
+def _image(i: str, contrib: str, e: ir.Call) -> str:
+    """A Float's dual part: its ID, or for dualrev (ID, Contrib) (Note [Contribs on the tape])."""
+    return f"({i}, {contrib})" if e.func in CONTRIB_IO else i
+
+
+def _ids(n: str, ids: str, e: ir.Call) -> str:
+    """The column of the dual parts of n Floats with IDs ids: the IDs, or for dualrev (n, IDs, [] each)."""
+    return f"({n}, {ids}, _np.zeros({n}, _np.int64))" if e.func in CONTRIB_IO else ids
+
+
+def _unseeded(em, x: str, t: Type, e: ir.Call) -> str:
     """The absent side of an input sum: its reals with ID 0 (never read, never swept)."""
     if is_constant_tangent(t) and not isinstance(t, TSum):
         return x
     if t == FLOAT:
-        return f"({x}, 0)"
+        return f"({x}, {_image('0', '0', e)})"
     if isinstance(t, TTuple):
-        return _tuple([_unseeded(em, f"{x}[{k}]", u) for k, u in enumerate(t.elems)])
+        return _tuple([_unseeded(em, f"{x}[{k}]", u, e) for k, u in enumerate(t.elems)])
     if isinstance(t, TTensor) and t.elem in (INTEGER, BOOL):
         return x
     if isinstance(t, TTensor) and t.rank == 1 and t.elem == FLOAT:
-        return f"({x}.shape[0], {x}.copy(), _np.zeros({x}.shape[0], _np.int64))"
+        return f"({x}.shape[0], {x}.copy(), {_ids(f'{x}.shape[0]', f'_np.zeros({x}.shape[0], _np.int64)', e)})"
     if is_soa(t):
         parts = [f"{x}[0]"]
         for k, u in enumerate(t.elem.elems):
             col = f"{x}[{k + 1}]"
             if u == FLOAT:
-                parts.append(f"({x}[0], {col}.copy(), _np.zeros({x}[0], _np.int64))")
+                parts.append(f"({x}[0], {col}.copy(), {_ids(f'{x}[0]', f'_np.zeros({x}[0], _np.int64)', e)})")
             elif isinstance(u, TTuple):
-                parts.append(_unseeded(em, col, TTensor(1, u)))
+                parts.append(_unseeded(em, col, TTensor(1, u), e))
             else:
                 parts.append(col)
         return _tuple(parts)
     if isinstance(t, TSum):
-        return f"({x}[0], {_unseeded(em, f'{x}[1]', t.left)}, {_unseeded(em, f'{x}[2]', t.right)})"
+        return f"({x}[0], {_unseeded(em, f'{x}[1]', t.left, e)}, {_unseeded(em, f'{x}[2]', t.right, e)})"
     raise Unsupported(f"dualrevtape's input of type {t}", None)
 
 

@@ -82,7 +82,7 @@ IMPORTS = (f"from numba import objmode as _objmode\n"
            f"from {__name__} import _pool_take, _pool_give\n"
            f"POOLED = {POOLED}\n")
 NAMES = ("_drt_new", "_drt_take", "_drt_give", "_drt_fresh", "_drt_ids", "_drt_op", "_drt_op1", "_drt_op2",
-         "_drt_begin", "_drt_base", "_drt_adjoints", "_drt_sweep", "_drt_fits", "_drt_refit")
+         "_drt_begin", "_drt_base", "_drt_adjoints", "_drt_sweep", "_drt_pop", "_drt_fits", "_drt_refit")
 
 _POOL: list[tuple] = []
 _LOCK = threading.Lock()
@@ -248,6 +248,12 @@ def _drt_sweep(tape, adj):
                 if j < 0:
                     raise ValueError("an ID of another run on dualrevtape's tape")
                 adj[j] += a * pairs[2 * q + 1]
+    _drt_pop(tape, base)
+
+
+def _drt_pop(tape, base):
+    """The end of a run's sweep: note its high-water marks and give its IDs and pairs back."""
+    ints = tape[0]
     ints[TOP_N] = max(ints[TOP_N], ints[N])
     ints[TOP_K] = max(ints[TOP_K], ints[K])
     ints[N] = base

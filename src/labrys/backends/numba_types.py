@@ -4,7 +4,7 @@ def is not compiled (:class:`Unsupported`), shared by the generator's modules.""
 from __future__ import annotations
 
 from ..errors import Span
-from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, STRING, TLam, TSum, TTensor, TTuple, Type
+from ..ir.types import BOOL, CONTRIB, DELTA, FLOAT, INTEGER, STRING, TLam, TSum, TTensor, TTuple, Type
 
 MAX_TYPE_DEPTH = 32  # Numba's typing of nested tuples is superlinear in their depth
 
@@ -25,7 +25,7 @@ def refusal(exc: BaseException) -> str:
 
 
 def representable(t: Type, depth: int = 0) -> bool:
-    if t in (FLOAT, INTEGER, BOOL, STRING, DELTA):  # a Delta is a node of the tape (Note [Deltas on the tape])
+    if t in (FLOAT, INTEGER, BOOL, STRING, DELTA, CONTRIB):  # a Delta, a Contrib: nodes of the tape (numba_tape.py)
         return True
     if isinstance(t, TTuple):
         return depth < MAX_TYPE_DEPTH and all(representable(e, depth + 1) for e in t.elems)
@@ -79,14 +79,15 @@ def is_soa(t: Type | None) -> bool:
         all(column_ok(e) for e in components(t.elem))
 
 
-COLUMN_DTYPES = {INTEGER: "int64", DELTA: "int64", BOOL: "bool_"}  # a column's NumPy type; Float's is the default
+# a column's NumPy type; Float's is the default
+COLUMN_DTYPES = {INTEGER: "int64", DELTA: "int64", CONTRIB: "int64", BOOL: "bool_"}
 
 
 def column_ok(e: Type) -> bool:
     """A component with a column: a number, a Float tensor, a tuple or sum (a struct of its own),
     or a vector of tuples (rows, Note [Rows of structs of arrays] in numba_soa.py)."""
-    return e in (FLOAT, INTEGER, BOOL, DELTA) or array_rank(TTensor(1, e)) is not None or is_soa(TTensor(1, e)) \
-        or is_soa(e)
+    return e in (FLOAT, INTEGER, BOOL, DELTA, CONTRIB) or array_rank(TTensor(1, e)) is not None \
+        or is_soa(TTensor(1, e)) or is_soa(e)
 
 
 def soa_rank(t: Type | None) -> int | None:
@@ -101,7 +102,7 @@ def soa_rank(t: Type | None) -> int | None:
 
 def _flat(t: Type) -> bool:
     """Numbers, or tuples of them (the unit ``(Tuple)`` among them), at any depth: flat columns."""
-    return t in (FLOAT, INTEGER, BOOL, DELTA) or isinstance(t, TTuple) and all(_flat(e) for e in t.elems)
+    return t in (FLOAT, INTEGER, BOOL, DELTA, CONTRIB) or isinstance(t, TTuple) and all(_flat(e) for e in t.elems)
 
 
 def soa_matrix(t: Type | None) -> bool:
