@@ -61,7 +61,8 @@ TAPE_PRIMITIVES = ("drtZero", "drtOp", "drtInputs", "drtGradient",
 CONTRIB_IO = ("drcInputs", "drcGradient")  # whose Floats' dual parts are (ID, Contrib), not an ID
 
 
-DUAL_FLOATS = ((FLOAT, INTEGER), (FLOAT, DELTA))  # dualrevtape's and deltarev's dual of a Float
+# dualrevtape's, deltarev's and dualrev's dual of a Float
+DUAL_FLOATS = ((FLOAT, INTEGER), (FLOAT, DELTA), (FLOAT, TTuple((INTEGER, CONTRIB))))
 
 
 class NeedsTape(Exception):
@@ -270,7 +271,7 @@ class TapeMixin:
             self.indented().emit('raise ValueError("the cotangent\'s shape differs from the output\'s")')
             self._seed_soa(adj, base, y, yt, dt, dtt, e)
         elif soa_matrix(yt) and array_rank(dtt) == soa_rank(yt) and t_elem(yt).elems in DUAL_FLOATS:
-            self._seed_nested(adj, base, y, soa_rank(yt), dt)
+            self._seed_nested(adj, base, y, soa_rank(yt), dt, e)
         elif isinstance(dtt, TSum):
             self.emit(f"if {y}[0] != {dt}[0]:")
             self.indented().emit('raise ValueError("the cotangent\'s alternative differs from the output\'s")')
@@ -281,9 +282,10 @@ class TapeMixin:
         else:
             raise Unsupported(f"dualrevtape's output cotangent of type {dtt}", e.span)
 
-    def _seed_nested(self, adj: str, base: str, y: str, r: int, dt: str) -> None:
-        """The dual of a Float array of rank r (a nested struct of arrays, its IDs the last column)
-        seeded with the array dt, row by row: each row's length checked against dt's shape."""
+    def _seed_nested(self, adj: str, base: str, y: str, r: int, dt: str, e: ir.Call) -> None:
+        """The dual of a Float array of rank r (a nested struct of arrays: values, IDs and for
+        dualrev Contribs, flat) seeded with the array dt, row by row: each row's length checked
+        against dt's shape."""
         em, lo, hi, idx = self, "0", f"{y}[0]", []
         em.emit(f"if {hi} != {dt}.shape[0]:")
         em.indented().emit('raise ValueError("the cotangent\'s shape differs from the output\'s")')
@@ -293,6 +295,8 @@ class TapeMixin:
             em, idx = em.indented(), idx + [k]
             if d == r - 1:
                 em.emit(f"{adj}[{y}[{r + 1}][{lo} + {k}] - {base}] += {dt}[{', '.join(idx)}]")
+                if e.func in CONTRIB_IO:
+                    em.emit(f"{adj}_cb[{y}[{r + 1}][{lo} + {k}] - {base}] = {y}[{r + 2}][{lo} + {k}]")
                 break
             a, b = self.mod.fresh("a"), self.mod.fresh("b")
             em.emit(f"{a} = {y}[{d + 1}][{lo} + {k}]")
