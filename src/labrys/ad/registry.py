@@ -166,11 +166,11 @@ def _smeding_stages() -> tuple[Derivation, ...]:
              "the ID counter and the tape")):
         r = module.REALS
         out.append(Derivation(r.algorithm, summary, "Smeding & Vákár", SMEDING, where, REV, WHOLE_LANGUAGE,
-                              knossos.rev_signature, module.PIPELINE, compiled=module is dualrevtape, runtime=runtime,
+                              knossos.rev_signature, module.PIPELINE, compiled=module is not dualrev, runtime=runtime,
                               treats=dual_numbers.treats))
         out.append(Derivation(r.derivation, f"{r.algorithm}'s translation [{r.derivation} f]", "Smeding & Vákár",
                               SMEDING, where, TRANSLATION, WHOLE_LANGUAGE, translation_signature(r),
-                              module.TRANSLATION, compiled=module is dualrevtape, internal=True,
+                              module.TRANSLATION, compiled=module is not dualrev, internal=True,
                               treats=dual_numbers.treats))
     return tuple(out)
 

@@ -6,6 +6,7 @@ import inspect
 
 import numpy as _np
 
+from . import numba_dualrev_runtime as _staged  # the stages D¹–D⁵ (Note [Staged maps in compiled code])
 from . import numba_tape_runtime as _tape  # dualrevtape's tape (Note [The tape as arrays]), compiled with these
 
 
@@ -88,11 +89,16 @@ def _digamma(_x):
     return _acc + _np.log(_x) - 0.5 / _x - _series
 
 
-NAMES = ("_idiv", "_checkindex", "_extremum", "_argextremum", "_ranhashdoub", "_shaped", "_digamma") + _tape.NAMES
+NAMES = ("_idiv", "_checkindex", "_extremum", "_argextremum", "_ranhashdoub", "_shaped", "_digamma") + _tape.NAMES \
+    + _staged.NAMES
 
 
 def source() -> str:
     """The helpers as the module the cache compiles once per cache folder (Note [Compile cache])."""
-    return "import numpy as _np\nfrom numba import njit as _njit\n" + _tape.CONSTANTS + _tape.IMPORTS + "".join(
-        f"\n\n@_njit(cache=_cache)\n{inspect.getsource(globals().get(name) or getattr(_tape, name))}"
-        for name in NAMES)
+    preamble = "import numpy as _np\nfrom numba import njit as _njit\n" + _tape.CONSTANTS + _tape.IMPORTS
+    return preamble + _staged.PREAMBLE + "".join(
+        f"\n\n@_njit(cache=_cache)\n{inspect.getsource(_helper(name))}" for name in NAMES)
+
+
+def _helper(name: str):
+    return globals().get(name) or getattr(_tape, name, None) or getattr(_staged, name)

@@ -33,6 +33,7 @@ from ..types.primitives import Primitive
 from .numba_bogs import BOG_TAPE, BogTapeMixin
 from .numba_bounds import hoist_index_checks
 from .numba_closures import ClosureMixin, ClosureTable, eta_loops, lam_types
+from .numba_dualrev import STAGED_PRIMITIVES, StagedMixin, staged_boundary
 from .numba_loops import LoopMixin
 from .numba_rfold import RFoldMixin
 from .numba_soa import SoaMixin
@@ -93,6 +94,7 @@ class NumbaModuleSource(PyModuleSource):
         """The module's entry: a function of d's parameters that starts the recursion
         budget (Note [Compiled recursion]) and calls d's body."""
         tape_boundary(d)
+        staged_boundary(d)  # Note [Staged versions in compiled code]
         sig = self.signature_of(d)
         if sig is not None:
             callee, n = self.user_function(sig, d.span)
@@ -234,8 +236,8 @@ class NumbaModuleSource(PyModuleSource):
         return "\n".join(out) + "\n"
 
 
-class LoopEmitter(BogTapeMixin, TapeMixin, ClosureMixin, TangentMixin, SumMixin, SoaMixin, RFoldMixin, LoopMixin,
-                  Emitter):
+class LoopEmitter(StagedMixin, BogTapeMixin, TapeMixin, ClosureMixin, TangentMixin, SumMixin, SoaMixin, RFoldMixin,
+                  LoopMixin, Emitter):
     """Statements for Numba: loops instead of higher-order primitives."""
 
     mod: NumbaModuleSource
@@ -315,6 +317,8 @@ class LoopEmitter(BogTapeMixin, TapeMixin, ClosureMixin, TangentMixin, SumMixin,
             return
         if name == "rfold" and isinstance(args[0], ir.Lam) and isinstance(args[1], ir.Lam):
             return self.rfold(t, args, e)
+        if self.staged_call(t, name, args, e):  # Note [Staged versions in compiled code]
+            return
         if self.tape_call(t, name, args, e):  # Note [The tape in generated code]
             return
         if self.bog_tape_call(t, name, args, e):  # Note [Recursive BOGs] in labrys.ad.bog_types
@@ -383,7 +387,7 @@ def support(prim: Primitive) -> str:
         return "lowered"
     if prim.name in LOOPS:
         return "loop"
-    if prim.name in TAPE_PRIMITIVES or prim.name in BOG_TAPE:
+    if prim.name in TAPE_PRIMITIVES or prim.name in BOG_TAPE or prim.name in STAGED_PRIMITIVES:
         return "tape"
     return "tangent" if prim.name in TANGENT_OPERATIONS else "python"
 
