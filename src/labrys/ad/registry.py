@@ -166,11 +166,11 @@ def _smeding_stages() -> tuple[Derivation, ...]:
              "the ID counter and the tape")):
         r = module.REALS
         out.append(Derivation(r.algorithm, summary, "Smeding & Vákár", SMEDING, where, REV, WHOLE_LANGUAGE,
-                              knossos.rev_signature, module.PIPELINE, compiled=module in (dualrev, dualrevtape),
+                              knossos.rev_signature, module.PIPELINE, compiled=True,
                               runtime=runtime, treats=dual_numbers.treats))
         out.append(Derivation(r.derivation, f"{r.algorithm}'s translation [{r.derivation} f]", "Smeding & Vákár",
                               SMEDING, where, TRANSLATION, WHOLE_LANGUAGE, translation_signature(r),
-                              module.TRANSLATION, compiled=module in (dualrev, dualrevtape), internal=True,
+                              module.TRANSLATION, compiled=True, internal=True,
                               treats=dual_numbers.treats))
     return tuple(out)
 

@@ -128,10 +128,11 @@ def key_of(node: ir.Lam | ir.FnRef) -> tuple:
 class Candidate:
     tag: int
     ltype: TLam
-    node: ir.Lam | ir.FnRef
+    node: ir.Lam | ir.FnRef | None  # None: a run-time closure (Note [Run-time closures])
     env: tuple[tuple[str, Type], ...]
     heap: int | None  # which list of the heap holds its environments (None: captures nothing)
     call: Callable[[str, str], str] = field(repr=False, default=None)  # (x, env) -> the lifted call
+    applies: bool = False  # a run-time closure whose call applies a function value
 
 
 class ClosureTable:
@@ -309,6 +310,8 @@ class ClosureTable:
 def _recursion_last(c: Candidate) -> int:
     """Branches that cannot reach ``apply`` again first: Numba types a recursive
     function from a branch that returns without recursing, and types branches in order."""
+    if c.node is None:  # Note [Run-time closures]
+        return 2 if c.applies else 0
     if isinstance(c.node, ir.FnRef):
         return 1
     from ..ir.traverse import nodes

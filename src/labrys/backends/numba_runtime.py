@@ -7,6 +7,7 @@ import inspect
 import numpy as _np
 
 from . import numba_contrib_runtime as _contrib  # dualrev's Contribs and deltarev2's eval₂ on that tape
+from . import numba_dualrev_runtime as _staged  # the stages D¹–D⁵ (Note [Staged maps in compiled code])
 from . import numba_tape_runtime as _tape  # dualrevtape's tape (Note [The tape as arrays]), compiled with these
 
 
@@ -100,12 +101,15 @@ def _grow(_a, _used, _need, _hint):
 
 
 NAMES = ("_idiv", "_checkindex", "_extremum", "_argextremum", "_ranhashdoub", "_shaped", "_digamma",
-         "_grow") + _tape.NAMES + _contrib.NAMES
+         "_grow") + _tape.NAMES + _contrib.NAMES + _staged.NAMES
 
 
 def source() -> str:
     """The helpers as the module the cache compiles once per cache folder (Note [Compile cache])."""
-    def helper(name: str):
-        return globals().get(name) or getattr(_tape, name, None) or getattr(_contrib, name)
-    return "import numpy as _np\nfrom numba import njit as _njit\n" + _tape.CONSTANTS + _tape.IMPORTS + "".join(
-        f"\n\n@_njit(cache=_cache)\n{inspect.getsource(helper(name))}" for name in NAMES)
+    preamble = "import numpy as _np\nfrom numba import njit as _njit\n" + _tape.CONSTANTS + _tape.IMPORTS
+    return preamble + _staged.PREAMBLE + "".join(
+        f"\n\n@_njit(cache=_cache)\n{inspect.getsource(_helper(name))}" for name in NAMES)
+
+
+def _helper(name: str):
+    return globals().get(name) or getattr(_tape, name, None) or getattr(_contrib, name, None) or getattr(_staged, name)

@@ -34,6 +34,7 @@ from .numba_bogs import BOG_TAPE, BogTapeMixin
 from .numba_bounds import hoist_index_checks
 from .numba_closures import ClosureMixin, ClosureTable, eta_loops, lam_types
 from .numba_delta1 import DELTA1_IO, Delta1Mixin
+from .numba_dualrev import STAGED_PRIMITIVES, StagedMixin, staged_boundary
 from .numba_loops import LoopMixin
 from .numba_rfold import RFoldMixin
 from .numba_scratch import ScratchMixin
@@ -97,6 +98,7 @@ class NumbaModuleSource(PyModuleSource):
         """The module's entry: a function of d's parameters that starts the recursion
         budget (Note [Compiled recursion]) and calls d's body."""
         tape_boundary(d)
+        staged_boundary(d)  # Note [Staged versions in compiled code]
         sig = self.signature_of(d)
         if sig is not None:
             callee, n = self.user_function(sig, d.span)
@@ -239,8 +241,8 @@ class NumbaModuleSource(PyModuleSource):
         return "\n".join(out) + "\n"
 
 
-class LoopEmitter(ScratchMixin, BogTapeMixin, TapeMixin, Delta1Mixin, ClosureMixin, TangentMixin, SumMixin, SoaMixin,
-                  RFoldMixin, LoopMixin, Emitter):
+class LoopEmitter(StagedMixin, ScratchMixin, BogTapeMixin, TapeMixin, Delta1Mixin, ClosureMixin, TangentMixin,
+                  SumMixin, SoaMixin, RFoldMixin, LoopMixin, Emitter):
     """Statements for Numba: loops instead of higher-order primitives."""
 
     mod: NumbaModuleSource
@@ -320,6 +322,8 @@ class LoopEmitter(ScratchMixin, BogTapeMixin, TapeMixin, Delta1Mixin, ClosureMix
             return
         if name == "rfold" and isinstance(args[0], ir.Lam) and isinstance(args[1], ir.Lam):
             return self.rfold(t, args, e)
+        if self.staged_call(t, name, args, e):  # Note [Staged versions in compiled code]
+            return
         if self.tape_call(t, name, args, e):  # Note [The tape in generated code]
             return
         if self.delta1_call(t, name, args, e):  # Note [deltarev1 compiled]
@@ -392,7 +396,7 @@ def support(prim: Primitive) -> str:
         return "lowered"
     if prim.name in LOOPS:
         return "loop"
-    if prim.name in TAPE_PRIMITIVES or prim.name in BOG_TAPE or prim.name in DELTA1_IO:
+    if any(prim.name in names for names in (TAPE_PRIMITIVES, BOG_TAPE, DELTA1_IO, STAGED_PRIMITIVES)):
         return "tape"
     return "tangent" if prim.name in TANGENT_OPERATIONS else "python"
 

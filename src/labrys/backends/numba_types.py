@@ -4,7 +4,7 @@ def is not compiled (:class:`Unsupported`), shared by the generator's modules.""
 from __future__ import annotations
 
 from ..errors import Span
-from ..ir.types import BOOL, CONTRIB, DELTA, FLOAT, INTEGER, STRING, TLam, TSum, TTensor, TTuple, Type
+from ..ir.types import BOOL, CONTRIB, DELTA, FLOAT, INTEGER, STAGED, STATE, STRING, TLam, TSum, TTensor, TTuple, Type
 
 MAX_TYPE_DEPTH = 32  # Numba's typing of nested tuples is superlinear in their depth
 
@@ -26,6 +26,8 @@ def refusal(exc: BaseException) -> str:
 
 def representable(t: Type, depth: int = 0) -> bool:
     if t in (FLOAT, INTEGER, BOOL, STRING, DELTA, CONTRIB):  # a Delta, a Contrib: nodes of the tape (numba_tape.py)
+        return True
+    if t in (STAGED, STATE):  # inside a run only (Note [Staged versions in compiled code] in numba_dualrev.py)
         return True
     if isinstance(t, TTuple):
         return depth < MAX_TYPE_DEPTH and all(representable(e, depth + 1) for e in t.elems)
