@@ -54,7 +54,7 @@ def _fd_dot(f, args, active, direction, h=1e-6) -> float:
     return (_flat(f(*moved(h))) - _flat(f(*moved(-h)))) / (2 * h)
 
 
-@pytest.mark.parametrize("problem", ["ba", "lstm"])
+@pytest.mark.parametrize("problem", sorted(CASES))
 def test_chadrev_compiled_on_adbench(problem, caplog):
     name, make = CASES[problem]
     args, active, dt = make()
