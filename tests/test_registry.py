@@ -223,7 +223,7 @@ NOT_COMPILED = {  # what still runs on the python backend (docs/backends.md), to
     "dotv", "mul$Mat$Vec",
     # CHAD's dynamic linear layer (closures, append-tree copowers, symbolic zeros): python backend;
     # where its §9 lowering applies (ad/chad_lower.py) the generated code calls none of them
-    "chadZero", "chadPlus", "chadOpen", "chadLeft", "chadRight", "chadApp", "chadIndex", "chadOneHot",
+    "chadZero", "chadZeroLike", "chadPlus", "chadOpen", "chadLeft", "chadRight", "chadApp", "chadIndex", "chadOneHot",
     "chadSumVec", "chadSumBuild", "chadCopow", "chadCopowFold", "chadFoldR", "chadIFoldR", "chadFoldF",
     "chadIFoldF", "chadDense", "chadZip", "chadUnzip",
     # Smeding & Vákár's run time (labrys.ad.dualrev_runtime, dualrev_staged): Python objects per run;

@@ -244,6 +244,9 @@ def _translation_of(d: ir.Def, translation: str, work: Work) -> bool:
 
 
 TRANSLATIONS = (chad_rev.TRANSLATION, chad_fwd.TRANSLATION)
+# the registry's word on the backend (Note [All or nothing]): a def whose linear formers all lower
+# compiles; one left with copowers, tagged sum cotangents or powers runs on python, with a note
+COMPILED_WHERE = "where the §9 lowering applies (else python, with a note)"
 
 
 def rev_wrapper(d: ir.Def, work: Work) -> ir.Def:

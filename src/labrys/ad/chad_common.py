@@ -20,13 +20,16 @@ from ..ir import nodes as ir
 from ..ir.build import C, V
 from ..ir.traverse import FreshNames, children, map_bottom_up
 from ..ir.types import FLOAT, UNIT, TTuple, Type
+from ..prelude.arith import is_data
 from ..types.checker import Functions
+from ..types.tangent import tangent_type
 from ..util.deep import deep
 from .chad_types import Context, context, extend
 
 
 def is_zero(e: ir.Expr) -> bool:
-    return (isinstance(e, ir.Call) and e.func == "chadZero") or (isinstance(e, ir.Tuple) and not e.elems) \
+    return (isinstance(e, ir.Call) and e.func in ("chadZero", "chadZeroLike")) \
+        or (isinstance(e, ir.Tuple) and not e.elems) \
         or (isinstance(e, ir.Const) and e.ctype == FLOAT and e.value == 0.0)
 
 
@@ -37,6 +40,32 @@ def zero(t: Type) -> ir.Expr:
     if t == UNIT:
         return ir.Tuple(())
     return C("chadZero", ir.Lam("z", t, V("z")))
+
+
+def zero_like(name: str | ir.Expr, t: Type, lin_t: Type) -> ir.Expr:
+    """The 0 of lin_t, the cotangent of the primal ``name : t`` (a context variable, or an
+    expression of the primal): shaped like it (``chadZeroLike name``) when lin_t is its tangent
+    type and has sizes, so that §9's lowering can make it concrete (Note [Zeros shaped like the
+    context] in chad_lower.py); the symbolic zero otherwise."""
+    if lin_t in (FLOAT, UNIT) or (isinstance(lin_t, TTuple) and not lin_t.elems) or not is_data(t):
+        return zero(lin_t)
+    try:
+        same = tangent_type(t) == lin_t
+    except ValueError:
+        same = False
+    return C("chadZeroLike", V(name) if isinstance(name, str) else name) if same else zero(lin_t)
+
+
+def sized(t: Type) -> bool:
+    """A type whose zero needs a size (it holds a tensor)."""
+    stack = [t]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, TTuple):
+            stack.extend(x.elems)
+        elif not (x == FLOAT or x == UNIT):
+            return True
+    return False
 
 
 def plus(a: ir.Expr, b: ir.Expr) -> ir.Expr:
@@ -142,7 +171,7 @@ class ChadBase:
                 node = node.prev
         out: ir.Expr = ir.Tuple(())
         for n in reversed(_nodes(g)):
-            out = ir.Tuple((out, parts.get(n.name) or zero(self.lin(n.type))))
+            out = ir.Tuple((out, parts.get(n.name) or zero_like(n.name, n.type, self.lin(n.type))))
         return out if is_zero(u) else ir.Let(name, u, out)
 
     def project(self, g: Context | None, sub: Context | None, v: ir.Expr) -> ir.Expr:

@@ -52,7 +52,7 @@ from ..types.checker import Functions, check_def
 from .chad_lint import lint_linearity
 
 # linear primitives whose type is the linear type they make (0 and +)
-_MONOID = ("chadZero", "chadPlus")
+_MONOID = ("chadZero", "chadZeroLike", "chadPlus")
 
 
 def is_linear_type(t: Type) -> bool:
@@ -128,6 +128,6 @@ def _check_types(d: ir.Def, linear: set[str]) -> None:
             if x.body.type is not None and not is_linear_type(x.body.type):
                 _fail(d, f"the body of lin {x.var} -> … has type {x.body.type}, which is not a linear type", x)
         elif isinstance(x, ir.Call) and x.func in _MONOID and x.type is not None and not is_linear_type(x.type):
-            former = "0" if x.func == "chadZero" else "+"
+            former = "+" if x.func == "chadPlus" else "0"
             _fail(d, f"'{former}' at type {x.type}, which is not a linear type (Fig. 5 types 0 and + at linear "
                      "types only)", x)

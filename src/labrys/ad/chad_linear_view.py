@@ -71,7 +71,7 @@ class _View:
     def doc(self, e: ir.Expr) -> Doc | str:
         d = self.doc
         match e:
-            case ir.Call("chadZero", _):
+            case ir.Call("chadZero", _) | ir.Call("chadZeroLike", _):
                 return "0"
             case ir.Call("chadPlus", ir.Tuple((a, b))):
                 return Doc(["+", d(a), d(b)])
@@ -83,7 +83,7 @@ class _View:
                 return Doc(["case", d(c), "of", Doc(["!⊗", p]), d(body)], "body")
             case ir.Call("chadApp", ir.Tuple((f, a))):
                 return Doc([d(f), d(a)])  # a power applied to a Cartesian argument (Fig. 5's t s)
-            case ir.Call("chadSumBuild", ir.Tuple((n, ir.Lam(i, _, body)))):
+            case ir.Call("chadSumBuild", ir.Tuple((n, ir.Lam(i, _, body), *_))):
                 return Doc(["Σ", Doc([i, "<", d(n)]), d(body)], "body")
             case ir.Lam(var, t, body) if var in self.linear:
                 return Doc(["lin", Doc([var, ":", show_linear_type(t)]), d(body)], "body")

@@ -11,6 +11,7 @@ power applied, the linear ops of arrays, Σ, the loops, the wrapper's last step)
 
     chadZero T             the literal zero of T when T holds no vector, sum or function
                            (0.0, (tuple), tuples of them)
+    chadZeroLike x         ts_zero x (the zero of a context variable's cotangent, shaped like it)
     chadPlus a b           add (Float), ts_add (tuples and tensors of reals), (tuple) (unit)
     chadOpen t             t (no symbolic zero exists once the def is lowered)
     chadApp f a            (f a)
@@ -18,8 +19,10 @@ power applied, the linear ops of arrays, Σ, the loops, the wrapper's last step)
     chadOneHot xs i w      deltaVec (size xs) i w (a vector of reals: sparse in every backend,
                            one write per term in a compiled loop)
     chadSumVec w           sum w
-    chadSumBuild n f       sumbuild n f at Float and tuples of Floats; elsewhere ts_sumbuild n f γ,
-                           γ a primal value its zero is shaped like (Note [Zeros shaped like the context])
+    chadSumBuild n f [γ]   sumbuild n f at Float and tuples of Floats; elsewhere ts_sumbuild n f γ,
+                           γ the context's primal the translation carries, or a primal value its body
+                           names (Note [Zeros shaped like the context]); the parts of its body that are
+                           zeros are taken out of the loop (Note [Zeros out of a Σ])
     chadIFoldF n y a0      ifold over (primal, tangent): the primal step recomputed in the tangent loop
     chadFoldF y a0 xs      the same over the elements of xs (their tangent's size asserted)
     chadIFoldR n y a0 γ    the primal loop, and as backpropagator rfold (Ellis et al.'s RFold) whose
@@ -136,6 +139,8 @@ class _Lowering:
         args, t, f = _args(x), x.type, x.func
         if f == "chadZero":
             return literal_zero(t) if sizeless(t) else x
+        if f == "chadZeroLike":
+            return self.zero_like(x.arg, t)
         if f == "chadPlus":
             if t == UNIT:
                 return ir.Tuple((), type=UNIT)
@@ -153,7 +158,7 @@ class _Lowering:
         if f == "chadSumVec" and args[0].type == TTensor(1, FLOAT):
             return ir.Call("sum", args[0], type=t, span=x.span)
         if f == "chadSumBuild" and sizeless(t) and args[0].type == INTEGER:
-            return ir.Call("sumbuild", x.arg, type=t, span=x.span)
+            return ir.Call("sumbuild", ir.Tuple(args[:2]), type=t, span=x.span)
         if f == "chadIFoldF":
             return self.ifold_forward(*args, t)
         if f == "chadFoldF":
@@ -163,6 +168,15 @@ class _Lowering:
         if f == "chadDense":
             return args[1]
         return x
+
+    def zero_like(self, x: ir.Expr, t: Type) -> ir.Expr:
+        """ts_zero x, x named (a call whose argument is a tuple literal reads as several arguments)."""
+        if sizeless(t):
+            return literal_zero(t)
+        if isinstance(x, ir.Var):
+            return ir.Call("ts_zero", x, type=t)
+        g = self.fresh("g")
+        return ir.Let(g, x, ir.Call("ts_zero", ir.Var(g, type=x.type), type=t), type=t)
 
     def apply(self, fn: ir.Expr, arg: ir.Expr, t: Type) -> ir.Expr:
         """(fn arg), fn named first (.ks applies only variables)."""

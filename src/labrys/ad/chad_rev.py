@@ -19,7 +19,8 @@ from ..ir.names import DerivedName, erase_types
 from ..ir.types import TLam, TSum, TTuple
 from ..types.primitives import lookup
 from ..util.deep import deep
-from .chad_common import ChadBase, hand_written, lget, plus, zero
+from .chad_common import ChadBase, hand_written, lget, plus, sized, zero, zero_like
+from .chad_common import _nodes as context_nodes
 from .chad_types import Context, r1, r2
 
 TRANSLATION = "chadR"
@@ -45,10 +46,16 @@ class Rev(ChadBase):
             g = g.prev
         if g is None:
             raise ValueError(x)
-        out = tup(zero(self.ctx(g.prev)), v)
+        out = tup(self.zero_context(g.prev), v)
         for node in reversed(suffix):
-            out = tup(out, zero(r2(node.type)))
+            out = tup(out, zero_like(node.name, node.type, r2(node.type)))
         return out
+
+    def zero_context(self, g: Context | None) -> ir.Expr:
+        """0 of R2 Γ̄, shaped like the context's primal where a part has sizes (one chadZeroLike
+        of the snoc tuple of its variables: one zero for the unit laws, a shape for §9's lowering)."""
+        gamma = shaped_context(self, g)
+        return zero(self.ctx(g)) if gamma is None else C("chadZeroLike", gamma)
 
     def term(self, e: ir.Expr, g: Context | None) -> ir.Expr:
         go, ctx = self.term, self.ctx(g)
@@ -72,7 +79,7 @@ class Rev(ChadBase):
                 x, xd = self.fresh("x"), self.fresh("xd")
                 parts = e.arg.type.elems
                 cot = self.back(e.type, lambda v: ir.App(V(xd), tup(*(
-                    v if k == i - 1 else zero(r2(s)) for k, s in enumerate(parts)))))
+                    v if k == i - 1 else zero_like(ir.Get(k + 1, n, V(x)), s, r2(s)) for k, s in enumerate(parts)))))
                 return ir.Let((x, xd), go(t, g), tup(ir.Get(i, n, V(x)), cot))
             case ir.Lam(x, a, body):
                 return self.lam_rule(e, x, a, body, g)
@@ -209,3 +216,21 @@ def translate_def(d: ir.Def, functions, fresh) -> ir.Def:
     ret = TTuple((r1(d.ret), TLam(r2(d.ret), r2(d.arg_type))))
     out = ir.Def(DerivedName(TRANSLATION, erase_types(d.name)), ret, params, body, span=d.span)
     return out, tr.linear
+
+
+def shaped_context(tr, g: Context | None) -> ir.Expr | None:
+    """Γ̄'s primal as a snoc tuple, if R2 Γ̄ has sizes and is its tangent type (else None)."""
+    ctx = tr.ctx(g)
+    if g is None or not sized(ctx):
+        return None
+    from .chad_rev_ops import context_primal
+    like = zero_like(context_primal(g), _snoc_type(g), ctx)
+    return like.arg if isinstance(like, ir.Call) and like.func == "chadZeroLike" else None
+
+
+def _snoc_type(g: Context) -> TTuple:
+    """The type of the context's primal as a snoc tuple (chad_rev_ops.context_primal)."""
+    out = TTuple(())
+    for node in reversed(context_nodes(g)):
+        out = TTuple((out, node.type))
+    return out

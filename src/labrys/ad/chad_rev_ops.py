@@ -103,6 +103,14 @@ def _primal_of(tr, y: str, var_t) -> ir.Lam:
     return ir.Lam(i, r1(var_t), ir.Get(1, 2, ir.App(V(y), V(i))))
 
 
+def _sum(tr, g, n: ir.Expr, f: ir.Lam) -> ir.Expr:
+    """Σ_i f i in R2 Γ̄, carrying Γ̄'s primal where its zero has sizes (Note [Zeros shaped like the
+    context] in chad_lower.py: the dynamic run time ignores it)."""
+    from .chad_rev import shaped_context
+    gamma = shaped_context(tr, g)
+    return C("chadSumBuild", n, f) if gamma is None else C("chadSumBuild", n, f, gamma)
+
+
 def _build(tr, e, args, g):
     n, f = args
     lam = lam_arg(f, "build", e, tr.algorithm)
@@ -110,7 +118,7 @@ def _build(tr, e, args, g):
     nv, nd, y, i, w = (tr.fresh(s) for s in ("n", "nd", "y", "i", "w"))
     tr.linear.add(w)
     each = tr.embed(sub, g, lget(1, g2.lin_type, ir.App(ir.Get(2, 2, ir.App(V(y), V(i))), C("chadIndex", V(i), V(w)))))
-    cot = ir.Lam(w, r2(e.type), C("chadSumBuild", V(nv), ir.Lam(i, n.type, each)))
+    cot = ir.Lam(w, r2(e.type), _sum(tr, g, V(nv), ir.Lam(i, n.type, each)))
     primal = ir.Call("build", tup(V(nv), _primal_of(tr, y, n.type)), span=e.span)
     return ir.Let((nv, nd), tr.term(n, g), ir.Let(y, body, tup(primal, cot)))
 
@@ -122,7 +130,7 @@ def _sumbuild(tr, e, args, g):
     nv, nd, y, i, w = (tr.fresh(s) for s in ("n", "nd", "y", "i", "w"))
     tr.linear.add(w)
     each = tr.embed(sub, g, lget(1, g2.lin_type, ir.App(ir.Get(2, 2, ir.App(V(y), V(i))), V(w))))
-    cot = ir.Lam(w, r2(e.type), C("chadSumBuild", V(nv), ir.Lam(i, n.type, each)))
+    cot = ir.Lam(w, r2(e.type), _sum(tr, g, V(nv), ir.Lam(i, n.type, each)))
     primal = ir.Call("sumbuild", tup(V(nv), _primal_of(tr, y, n.type)), span=e.span)
     return ir.Let((nv, nd), tr.term(n, g), ir.Let(y, body, tup(primal, cot)))
 

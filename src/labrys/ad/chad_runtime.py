@@ -6,6 +6,8 @@ application an ``App``; the monoid structure of §5.3 and the copowers of §4
 are these primitives, each specialised on its static type:
 
     chadZero (lam (z : T) z)   the typed 0 of T            chadPlus a b      a + b in T
+    chadZeroLike x             the 0 of x's cotangent type, shaped like the primal x (symbolic here;
+                               §9's lowering makes it ts_zero x: Note [Zeros shaped like the context])
     chadOpen t                 a tuple's zero opened one level, so get$i$n applies
     chadLeft s, chadRight s    the side of a tagged sum cotangent (Note [Sum cotangents])
     chadApp f a                a power (a function's tangent) applied; 0 a = 0
@@ -43,8 +45,10 @@ import numpy as np
 
 from ..ir.build import index_type
 from ..ir.types import FLOAT, INTEGER, UNIT, TBase, TLam, TSum, TTensor, TTuple, Type
+from ..prelude.arith import is_data
 from ..prelude.tangents import add_fn
 from ..types.primitives import args_of, primitive, spread
+from ..types.tangent import tangent_type
 from ..values import DeltaVec, Inj, PrimError, Sparse, dense, make_vec, numel
 from .chad_sparse import OneHots
 
@@ -191,6 +195,18 @@ def _same_type(t: Type) -> Type | None:
 primitive("chadZero", _zero_type, lambda t: lambda _: zero_of(t.arg),
           "(chadZero (lam (z : T) z)): CHAD's typed zero of T (symbolic unless T is Float or (Tuple)).",
           cost=_cheap, nondiff=True)
+
+
+def _zero_like_type(t: Type) -> Type | None:
+    try:
+        return tangent_type(t) if is_data(t) else None
+    except ValueError:
+        return None
+
+
+primitive("chadZeroLike", _zero_like_type, lambda t: lambda _: zero_of(tangent_type(t)),
+          "(chadZeroLike x): CHAD's zero of the (co)tangent type of the primal x, shaped like x "
+          "(symbolic at run time; the §9 lowering makes it (ts_zero x)).", cost=_cheap, nondiff=True)
 primitive("chadPlus", _same_type, lambda t: spread(plus_fn(t.elems[0])),
           "(chadPlus a b): a + b in a linear type of CHAD (tuples, vectors, tagged sums, powers, copowers).",
           cost=_plus_cost, nondiff=True)
@@ -306,6 +322,9 @@ primitive("chadSumVec", lambda t: t.elem if isinstance(t, TTensor) else None, _s
 
 def _sumbuild_type(t: Type) -> Type | None:
     ab = args_of(t, 2)
+    shaped = args_of(t, 3)  # (chadSumBuild n f γ): γ the primal the zero is shaped like (§9's lowering)
+    if shaped and _zero_like_type(shaped[2]) == getattr(shaped[1], "res", None):
+        ab = shaped[:2]
     ok = ab and (ab[0] == INTEGER or isinstance(ab[0], TTuple) and ab[0].elems
                  and all(e == INTEGER for e in ab[0].elems))
     return ab[1].res if ok and isinstance(ab[1], TLam) and ab[1].arg == ab[0] else None
@@ -314,7 +333,7 @@ def _sumbuild_type(t: Type) -> Type | None:
 def _sumbuild_impl(t: Type):
     plus, zero = plus_fn(t.elems[1].res), zero_of(t.elems[1].res)
 
-    def sumbuild(n, f):
+    def sumbuild(n, f, _shape=None):
         acc = zero
         for i in (range(n) if isinstance(n, int) else np.ndindex(*n)):
             acc = plus(acc, f(i if isinstance(i, int) else tuple(int(k) for k in i)))
@@ -323,7 +342,8 @@ def _sumbuild_impl(t: Type):
 
 
 primitive("chadSumBuild", _sumbuild_type, _sumbuild_impl,
-          "(chadSumBuild n (lam (i : Integer) e)): the sum of e(0) .. e(n-1) in a linear type.",
+          "(chadSumBuild n (lam (i : Integer) e) [γ]): the sum of e(0) .. e(n-1) in a linear type "
+          "(γ: a primal its zero is shaped like, for §9's lowering; ignored here).",
           cost=lambda r, a: 0, nondiff=True)
 
 

@@ -73,6 +73,7 @@ from .chad_simplify_terms import (
     _names,
     _one,
     _open,
+    _part,
     _pure,
     _stem,
     _uses,
@@ -281,13 +282,13 @@ class _Sweep:
                 return self.plus(e, a, b)
             case ir.Call("chadCopowFold", ir.Tuple((f, c))):
                 return self.fuse(e, f, c)
-            case ir.Call("chadSumBuild", ir.Tuple((n, ir.Lam(i, t, body)))):
-                if is_zero(body) and e.type is not None:
-                    return zero(e.type)  # 16 sumZero
+            case ir.Call("chadSumBuild", ir.Tuple((n, ir.Lam(i, t, body), *shape))):
+                if is_zero(body) and e.type is not None:  # 16 sumZero (shaped like γ if it has one)
+                    return _call("chadZeroLike", shape[0], t=e.type) if shape else zero(e.type)
                 split = self.tail_pair(body)
                 if split is not None and isinstance(e.type, TTuple):  # 15 sumZip
-                    return ir.Tuple(tuple(_call("chadSumBuild", n, self.copy(ir.Lam(i, t, x)), t=s)
-                                          for x, s in zip(split, e.type.elems)), type=e.type)
+                    return ir.Tuple(tuple(_call("chadSumBuild", n, self.copy(ir.Lam(i, t, x)), *_part(shape, k, s), t=s)
+                                          for k, (x, s) in enumerate(zip(split, e.type.elems))), type=e.type)
             case ir.Call(f, _) if f in _LINEAR_OPS and e.type is not None:
                 args = (e.arg,) if f in UNARY else _args(e)
                 if is_zero(args[_LINEAR_OPS[f]]):
@@ -320,9 +321,9 @@ class _Sweep:
             case ir.Call("chadPlus", ir.Tuple((x, y))):  # a projection is linear
                 return self.plus(e, self.rules(ir.Get(i, n, _open(x), type=e.type)),
                                  self.rules(ir.Get(i, n, _open(y), type=e.type)))
-            case ir.Call("chadSumBuild", ir.Tuple((m, ir.Lam(k, t, body)))):  # and commutes with Σ
+            case ir.Call("chadSumBuild", ir.Tuple((m, ir.Lam(k, t, body), *shape))):  # and commutes with Σ
                 return _call("chadSumBuild", m, ir.Lam(k, t, self.rules(ir.Get(i, n, _open(body), type=e.type))),
-                             t=e.type)
+                             *_part(shape, i - 1, e.type), t=e.type)
         if is_zero(inner) and e.type is not None and not isinstance(inner, ir.Const):
             return zero(e.type)  # fst 0 → 0
         return e
@@ -351,7 +352,7 @@ class _Sweep:
                 return self.plus(None, self.fuse(e, f, c1), self.fuse(e, self.copy(f), c2))
             case ir.Let(b, rhs, body):
                 return ir.Let(b, rhs, self.fuse(e, f, body), type=e.type)
-            case ir.Call("chadSumBuild", ir.Tuple((n, ir.Lam(i, t, body)))):
+            case ir.Call("chadSumBuild", ir.Tuple((n, ir.Lam(i, t, body), *_))):  # its shape is c's, not the result's
                 return _call("chadSumBuild", n, ir.Lam(i, t, self.fuse(e, f, body)), t=e.type)
         if is_zero(c) and e.type is not None:
             return zero(e.type)

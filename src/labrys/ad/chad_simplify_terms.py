@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.traverse import children
-from ..ir.types import FLOAT
+from ..ir.types import FLOAT, TTuple
 from ..opt.simplify import is_pure
-from .chad_common import is_zero
+from .chad_common import is_zero, sized
 
 
 def _lin_zero(e: ir.Expr) -> bool:
@@ -123,3 +123,17 @@ def _open(e: ir.Expr) -> ir.Expr:
     if isinstance(e, ir.Tuple) or isinstance(e, ir.Call) and e.func == "chadOpen":
         return e
     return _call("chadOpen", e, t=e.type)
+
+
+def _part(shape: list, k: int, t) -> tuple[ir.Expr, ...]:
+    """The shape (Note [Zeros shaped like the context] in chad_lower.py) of part k (0-based) of a Σ
+    whose shape is ``shape`` (empty or one primal), for a part of type t: () if there is none."""
+    if not shape or t is None or not sized(t):
+        return ()
+    whole = shape[0]
+    if isinstance(whole, ir.Tuple):
+        return (whole.elems[k],)
+    n = len(whole.type.elems) if isinstance(whole.type, TTuple) else None
+    if n is None:
+        return ()
+    return (ir.Get(k + 1, n, whole, type=whole.type.elems[k]),)

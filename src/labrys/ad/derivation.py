@@ -101,6 +101,7 @@ class Derivation:
     signature: Signature | None
     pipeline: tuple | None = None                 # tuple[Pass, ...], see labrys.ad.pipeline
     compiled: bool = True                         # its code runs on the compiled backend (else on python)
+    compiled_where: str = ""                      # when only some of its code compiles: which (for `algorithms`)
     runtime: str = ""                             # the run-time support it needs, if any
     strategies: tuple[str, ...] = ()              # alternative ways to generate it, the default first
     default_strategy: Callable[[], str] | None = None  # the default when it is not the first (e.g. from $ENV)

@@ -220,17 +220,17 @@ REGISTRY = Registry((
     *_smeding_stages(),
     # Vákár & Smeding: CHAD (C1, C2)
     Derivation("chadfwd", "combinatory homomorphic AD, forward mode", "CHAD", VAKAR, "§4–§7, §10", FWD,
-               WHOLE_LANGUAGE, knossos.fwd_signature, chad.FWD_PIPELINE, compiled=False, treats=chad.treats,
-               runtime="CHAD's linear layer"),
+               WHOLE_LANGUAGE, knossos.fwd_signature, chad.FWD_PIPELINE, compiled_where=chad.COMPILED_WHERE,
+               treats=chad.treats, runtime="CHAD's linear layer"),
     Derivation("chadrev", "combinatory homomorphic AD, reverse mode", "CHAD", VAKAR, "§4–§7, §10", REV,
-               WHOLE_LANGUAGE, knossos.rev_signature, chad.REV_PIPELINE, compiled=False, treats=chad.treats,
-               runtime="CHAD's linear layer"),
+               WHOLE_LANGUAGE, knossos.rev_signature, chad.REV_PIPELINE, compiled_where=chad.COMPILED_WHERE,
+               treats=chad.treats, runtime="CHAD's linear layer"),
     Derivation("chadF", "chadfwd's translation Fwd[f]", "CHAD", VAKAR, "§7.4", TRANSLATION, WHOLE_LANGUAGE,
-               chad_types.fwd_translation_signature, chad.FWD_TRANSLATION, compiled=False, internal=True,
-               treats=chad.treats),
+               chad_types.fwd_translation_signature, chad.FWD_TRANSLATION, compiled_where=chad.COMPILED_WHERE,
+               internal=True, treats=chad.treats),
     Derivation("chadR", "chadrev's translation Rev[f]", "CHAD", VAKAR, "§7.5", TRANSLATION, WHOLE_LANGUAGE,
-               chad_types.rev_translation_signature, chad.REV_TRANSLATION, compiled=False, internal=True,
-               treats=chad.treats),
+               chad_types.rev_translation_signature, chad.REV_TRANSLATION, compiled_where=chad.COMPILED_WHERE,
+               internal=True, treats=chad.treats),
 ))
 
 

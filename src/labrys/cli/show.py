@@ -64,7 +64,8 @@ def show(path: str, fn: str, stages: bool, derivation: str | None, optimise: boo
 def algorithms_table(as_json: bool = False) -> str:
     rows = [{"name": d.name, "paper": f"{d.paper.cite()}, {d.paper.title}", "where": d.where,
              "convention": f"{d.convention.name}: {d.convention.shape}", "language": d.language,
-             "status": d.status, "backend": ("compiled" if d.compiled else "python") if d.implemented else "",
+             "status": d.status, "backend": (f"compiled {d.compiled_where}".strip() if d.compiled else "python")
+             if d.implemented else "",
              "summary": d.summary, "internal": d.internal} for d in REGISTRY]
     if as_json:
         return json.dumps(rows, indent=2, ensure_ascii=False)
