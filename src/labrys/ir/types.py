@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 
 class Type:
@@ -130,16 +131,53 @@ def show_type(t: Type) -> str:
     raise TypeError(f"not a type: {t!r}")
 
 
-def has_function(t: Type) -> bool:
+def has_function(t: Type, memo: dict[int, tuple[Type, bool]] | None = None) -> bool:
     """t holds a function somewhere (it is not first-order)."""
-    match t:
-        case TTuple(elems):
-            return any(map(has_function, elems))
-        case TTensor(_, elem):
-            return has_function(elem)
-        case TSum(a, b):
-            return has_function(a) or has_function(b)
+    return any_part(t, _is_lam, memo)
+
+
+def _is_lam(t: Type) -> bool:
     return isinstance(t, TLam)
+
+
+# Note [Type facts by identity]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The checker builds a node's type from its children's, so the types of a def's nodes
+# share their parts: the n nodes of (tuple x (tuple x ...)) have types n, n-1, ... deep
+# but only n type objects in all.  A pass that asks "does this type hold a function /
+# a BOG?" at every node, walking each type afresh, did O(n^2) work (the compiled
+# backend took 160 s on a 10^4-deep tuple type).  any_part walks a type once per
+# memo, keyed by the object's id (the memo keeps the type, so an id is never reused
+# while it is there): one memo per def makes such questions linear in the def.
+def any_part(t: Type, test: Callable[[Type], bool],
+             memo: dict[int, tuple[Type, bool]] | None = None) -> bool:
+    """``test`` holds for t or a type inside it (tuples, tensors, sums, functions; not
+    inside linear maps), iteratively (any depth); answers kept in ``memo`` by id."""
+    memo = {} if memo is None else memo
+    stack: list[tuple[Type, bool]] = [(t, False)]
+    while stack:
+        x, ready = stack.pop()
+        if id(x) in memo:
+            continue
+        kids = _parts(x)
+        if not ready:
+            stack.append((x, True))
+            stack.extend((k, False) for k in kids if id(k) not in memo)
+            continue
+        memo[id(x)] = (x, test(x) or any(memo[id(k)][1] for k in kids))
+    return memo[id(t)][1]
+
+
+def _parts(t: Type) -> tuple[Type, ...]:
+    if isinstance(t, TTuple):
+        return t.elems
+    if isinstance(t, TTensor):
+        return (t.elem,)
+    if isinstance(t, TSum):
+        return (t.left, t.right)
+    if isinstance(t, TLam):
+        return (t.arg, t.res)
+    return ()
 
 
 def is_scalar(t: Type) -> bool:
