@@ -67,7 +67,7 @@ class PythonBackend(Interpreter, Hooks):
     def generate(self, d: ir.Def) -> Callable[[Any], Any]:
         """d as generated Python source, compiled and loaded piecewise (Note [Compiling in chunks])."""
         mod = PyModuleSource(self)
-        entry = mod.add_def(with_spans(d))  # Note [Positions in derived code]
+        entry = mod.add_def(with_spans(d, self.facts(d)))  # Note [Positions in derived code]
         text = mod.text()
         serial = next(_serial)
         offsets: dict[str, int] = {}  # chunk filename -> line offset of the chunk in ``text``
