@@ -13,6 +13,7 @@ above this layer).
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 
 from ..errors import LabrysError, Span
@@ -82,6 +83,7 @@ class _Checker:
         self.functions = functions
         self.env: dict[str, list[Type]] = {}
         self.unspanned = self.lambdas = False  # Note [Facts the checker collects]
+        self.call_types: dict[tuple, tuple[tuple[Type, ...], Type]] = {}  # Note [Call types by identity]
 
     def bind(self, names: tuple[str, ...], types: tuple[Type, ...]) -> None:
         for n, t in zip(names, types):
@@ -271,6 +273,20 @@ class _Checker:
             raise _err(f"{what} must have type {t}, but has type {e.type}", e.span or where)
 
     def call_type(self, func: Name, arg: Type, where: Span | None) -> Type:
+        # Note [Call types by identity]: a call's result type is fixed by its function and
+        # argument type (a resolved call stays resolved: Note [Checking a checked def]); the
+        # argument types of n calls of (add x 1.0) are n tuples of the same two type objects,
+        # so the answer is remembered by the ids of the argument's parts, kept alive with it.
+        parts = arg.elems if type(arg) is TTuple else (arg,)
+        key = (func, *map(id, parts))
+        known = self.call_types.get(key)
+        if known is not None and len(known[0]) == len(parts) and all(map(operator.is_, known[0], parts)):
+            return known[1]
+        t = self._call_type(func, arg, where)
+        self.call_types[key] = (parts, t)
+        return t
+
+    def _call_type(self, func: Name, arg: Type, where: Span | None) -> Type:
         try:
             target = self.functions.resolve(func, arg)
         except LabrysError as exc:  # a derivation that is unknown or not implemented yet
