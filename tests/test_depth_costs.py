@@ -79,3 +79,13 @@ def test_type_facts_on_compiled_are_linear(monkeypatch):
     small = _type_parts_visited(monkeypatch, 500)
     large = _type_parts_visited(monkeypatch, 2000)
     assert small > 500 and large < 4.5 * small  # 4x the depth: linear is 4x, quadratic 16x
+
+
+def test_a_deep_type_prints_on_any_thread():
+    """show_type joins its pieces once (a string per level copied O(n^2) characters, and
+    recursed once per level: a RecursionError off the deep-stack worker)."""
+    n = 100_000
+    t = types.FLOAT
+    for _ in range(n):
+        t = types.TTuple((types.FLOAT, t))
+    assert str(t) == "(Tuple Float " * n + "Float" + ")" * n
