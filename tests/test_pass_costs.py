@@ -141,3 +141,55 @@ def test_the_linear_view_is_printed_only_when_shown():
     text = stage.text
     assert isinstance(text, str) and "x5" in text.replace("$", "") or "lin" in text
     assert stage.shown == text and stage.text is text  # printed once
+
+
+def test_the_checker_notes_spans_and_lambdas_and_the_backends_skip_those_walks(monkeypatch):
+    """Note [Facts the checker collects]: a def the user wrote has a span on every node
+    and (here) no lambda, so neither backend walks it to fill spans or to tabulate its
+    lambdas' free variables; a def with a spanless node is still filled."""
+    from labrys.backends import interp as interp_backend
+    from labrys.ir import traverse
+    walks = {"fill": 0, "lambdas": 0}
+    fill, lambdas = traverse._fill_spans, interp_backend.lambda_free_vars
+
+    def counted(name, fn):
+        def run(*args):
+            walks[name] += 1
+            return fn(*args)
+        return run
+    monkeypatch.setattr(traverse, "_fill_spans", counted("fill", fill))
+    monkeypatch.setattr(interp_backend, "lambda_free_vars", counted("lambdas", lambdas))
+    for backend in ("interp", "python"):
+        m = labrys.load(_lets(30), backend=backend)
+        facts = m.backend.facts(m.backend.definition(m.function("f").sigs[0]))
+        assert facts.spanned and not facts.lambdas
+        assert m.f(1.0) == pytest.approx(1.0001 ** 30)
+    assert walks == {"fill": 0, "lambdas": 0}
+    m = labrys.load("(def g Float (x : Float) (let (h (lam (y : Float) (mul y y))) (h x)))", backend="interp")
+    assert m.g(3.0) == 9.0 and walks["lambdas"] == 1 and walks["fill"] == 0
+    checked = m.checked
+    d = checked.program.decls[0]
+    assert checked.facts[id(d.body)].lambdas and checked.facts[id(d.body)].spanned
+    bare = ir.Def(d.name, d.ret, d.params, ir.Call("mul", ir.Tuple((ir.Var("x"), ir.Var("x")))), span=d.span)
+    rechecked = checker.check_program(ir.Program((bare,)))
+    typed = rechecked.program.decls[0]
+    assert not rechecked.facts[id(typed.body)].spanned
+    spanned = interp_backend.with_spans(typed)
+    assert all(x.span == d.span for x in nodes(spanned.body)) and walks["fill"] > 0
+
+
+def test_call_types_are_resolved_once_per_function_and_argument_types(monkeypatch):
+    """Note [Call types by identity]: n calls of (mul x 1.0001) resolve once in the
+    checker and once in the python backend's generator."""
+    from labrys.types.functions import Functions
+    resolves = [0]
+    real = Functions.resolve
+
+    def counting(self, name, arg):
+        resolves[0] += 1
+        return real(self, name, arg)
+    monkeypatch.setattr(Functions, "resolve", counting)
+    m = labrys.load(_lets(200), backend="python")
+    after_check = resolves[0]
+    assert m.f(1.0) == pytest.approx(1.0001 ** 200)
+    assert after_check <= 3 and resolves[0] - after_check <= 3

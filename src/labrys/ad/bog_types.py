@@ -72,7 +72,7 @@ from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.names import DerivedName, erase_types, show_name
 from ..ir.traverse import map_bottom_up, nodes
-from ..ir.types import BOG, INTEGER, TBase, TBogOf, TLam, TSum, TTensor, TTuple, Type
+from ..ir.types import BOG, INTEGER, TBase, TBogOf, TLam, TSum, TTensor, TTuple, Type, any_part
 from ..types.checker import Signature
 from .bog_boundary import BogConverter
 from .bog_calls import pass_name
@@ -98,25 +98,21 @@ class ConcreteDef:
     machine_box: Any = MachineBog  # a BOG kept in its compiled representation (not taped)
 
 
-def mentions_bog(t: Type) -> bool:
-    match t:
-        case TBase(name):
-            return name == "BOG"
-        case TTuple(elems):
-            return any(mentions_bog(e) for e in elems)
-        case TTensor(_, elem):
-            return mentions_bog(elem)
-        case TSum(a, b):
-            return mentions_bog(a) or mentions_bog(b)
-        case TLam(a, b):
-            return mentions_bog(a) or mentions_bog(b)
-    return False
+def _is_bog(t: Type) -> bool:
+    return isinstance(t, TBase) and t.name == "BOG"
+
+
+def mentions_bog(t: Type, memo: dict[int, tuple[Type, bool]] | None = None) -> bool:
+    """``BOG`` occurs in t; with a ``memo`` shared by the node types of a def, linear
+    in the def (Note [Type facts by identity] in labrys.ir.types)."""
+    return any_part(t, _is_bog, memo)
 
 
 def def_mentions_bog(d: ir.Def) -> bool:
-    if mentions_bog(d.ret) or any(mentions_bog(p.type) for p in d.params):
+    memo: dict[int, tuple[Type, bool]] = {}
+    if mentions_bog(d.ret, memo) or any(mentions_bog(p.type, memo) for p in d.params):
         return True
-    return any((isinstance(x, ir.Call) and x.func in PACKING) or (x.type is not None and mentions_bog(x.type))
+    return any((isinstance(x, ir.Call) and x.func in PACKING) or (x.type is not None and mentions_bog(x.type, memo))
                for x in nodes(d.body))
 
 
@@ -132,6 +128,7 @@ class Concretiser:
         self.tapes: dict = {}      # fn key -> whether its BOG is taped (Note [Recursive BOGs])
         self.own: Type | None = None  # the record type of the taped function whose pass is being rewritten
         self.hit = False           # a taped BOG was met (set while converting parameters and result)
+        self.mentions: dict[int, tuple[Type, bool]] = {}  # mentions_bog's memo (Note [Type facts by identity])
 
     # --- types ------------------------------------------------------------------------
     def expand(self, t: TBogOf) -> Type:
@@ -277,11 +274,11 @@ class Concretiser:
         if isinstance(x, ir.Call) and x.func in PACKING:
             return x.arg.elems[0] if x.func == "bogOpen" else x.arg
         changes: dict[str, Any] = {}
-        if x.type is not None and mentions_bog(x.type):
+        if x.type is not None and mentions_bog(x.type, self.mentions):
             changes["type"] = self.type(x.type)
-        if isinstance(x, ir.Lam) and mentions_bog(x.var_type):
+        if isinstance(x, ir.Lam) and mentions_bog(x.var_type, self.mentions):
             changes["var_type"] = self.type(x.var_type)
-        if isinstance(x, ir.Inj) and mentions_bog(x.sum_type):
+        if isinstance(x, ir.Inj) and mentions_bog(x.sum_type, self.mentions):
             changes["sum_type"] = self.type(x.sum_type)
         return dataclasses.replace(x, **changes) if changes else x
 

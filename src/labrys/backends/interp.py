@@ -27,7 +27,7 @@ from ..errors import LabrysError, Span
 from ..ir import nodes as ir
 from ..ir.names import Name, show_name
 from ..ir.traverse import fill_spans, lambda_free_vars
-from ..types.checker import CheckedProgram, Signature
+from ..types.checker import BodyFacts, CheckedProgram, Signature
 from ..types.primitives import Primitive
 from ..util.deep import deep, gc_paused
 from ..values import Inj, PrimError
@@ -120,14 +120,21 @@ class Interpreter:
             raise LabrysError(f"{show_name(sig.name)}: derived functions need a labrys.Module", sig.decl.span)
         return self.definitions.definition(sig)
 
+    def facts(self, d: ir.Def) -> BodyFacts | None:
+        """What the checker noted of d's body, if d is a def of the loaded program."""
+        facts = self.checked.facts.get(id(d.body))
+        return facts if facts is not None and facts.body is d.body else None
+
     def external(self, sig: Signature) -> Callable | None:
         return self.externals.get(sig.name)
 
     def compile_def(self, d: ir.Def) -> Callable[[Any], Any]:
-        d = with_spans(d)
+        facts = self.facts(d)
+        d = with_spans(d, facts)
         names = tuple(p.name for p in d.params)
         slots = Slots(names)
-        saved, self.lambda_free = self.lambda_free, lambda_free_vars(d.body)
+        lambdas = facts is None or facts.lambdas  # Note [Facts the checker collects]
+        saved, self.lambda_free = self.lambda_free, lambda_free_vars(d.body) if lambdas else {}
         try:
             body = self.compile(d.body, slots)
         finally:
@@ -270,8 +277,11 @@ class Interpreter:
         return check
 
 
-def with_spans(d: ir.Def) -> ir.Def:
-    """``d`` with a span on every node (Note [Positions in derived code])."""
+def with_spans(d: ir.Def, facts: BodyFacts | None = None) -> ir.Def:
+    """``d`` with a span on every node (Note [Positions in derived code]); a body the
+    checker saw wholly spanned is returned at once (Note [Facts the checker collects])."""
+    if facts is not None and facts.spanned:
+        return d
     body = fill_spans(d.body, d.span)
     return d if body is d.body else dataclasses.replace(d, body=body)
 

@@ -23,7 +23,7 @@ from ..errors import LabrysError, Span
 from ..ir import nodes as ir
 from ..ir.names import show_name
 from ..ir.traverse import fresh_for, nodes
-from ..ir.types import INTEGER, TTensor, TTuple, Type
+from ..ir.types import INTEGER, TTensor, TTuple, Type, has_function
 from ..opt.anf import desugar_map
 from ..opt.deforest import deforest, inline_leaves
 from ..opt.elementwise import fuse_elementwise
@@ -32,7 +32,7 @@ from ..types.checker import Signature, check_def
 from ..types.primitives import Primitive
 from .numba_bogs import BOG_TAPE, BogTapeMixin
 from .numba_bounds import hoist_index_checks
-from .numba_closures import ClosureMixin, ClosureTable, eta_loops, lam_types
+from .numba_closures import ClosureMixin, ClosureTable, eta_loops
 from .numba_delta1 import DELTA1_IO, Delta1Mixin
 from .numba_dualrev import STAGED_PRIMITIVES, StagedMixin, staged_boundary
 from .numba_loops import LoopMixin
@@ -134,7 +134,8 @@ class NumbaModuleSource(PyModuleSource):
         """d's body as the function ``fn`` of d's parameters and the recursion budget ``_room``."""
         # plain: no function values beyond a loop's body.  A closure is found across modules by
         # its lambda (key_of in .numba_closures), so a def with closures is not rewritten below.
-        plain = not any(lam_types(t) for t in [p.type for p in d.params] + [d.ret])
+        functional: dict = {}  # has_function's memo: linear in the def (Note [Type facts by identity])
+        plain = not any(has_function(t, functional) for t in [p.type for p in d.params] + [d.ret])
         bodies: set[int] = set()  # a loop's (tuple n (lam …)): its lambda is the loop body, not a value
         for k, x in enumerate(nodes(d.body)):
             if isinstance(x, ir.Call) and x.func == "print":
@@ -143,8 +144,9 @@ class NumbaModuleSource(PyModuleSource):
                 raise Unsupported(f"a body of more than {MAX_NODES} nodes", d.span)
             if isinstance(x, ir.Call) and x.func in LOOP_CALLS and isinstance(x.arg, ir.Tuple):
                 bodies.add(id(x.arg))
-            if plain and not isinstance(x, ir.Lam) and x.type is not None and lam_types(x.type) and not (
-                    id(x) in bodies and all(isinstance(y, ir.Lam) or not lam_types(y.type) for y in x.elems)):
+            if plain and not isinstance(x, ir.Lam) and x.type is not None and has_function(x.type, functional) \
+                    and not (id(x) in bodies and all(isinstance(y, ir.Lam) or not has_function(y.type, functional)
+                                                     for y in x.elems)):
                 plain = False
         d = inline_leaves(d, self.leaf_callee) if plain else d
         d = fuse_loops(self.without_map(eta_loops(d)))  # Note [Fusing sum of build] in labrys.opt.fusion

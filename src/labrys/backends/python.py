@@ -13,12 +13,14 @@ from __future__ import annotations
 import itertools
 import linecache
 import logging
+import operator
 import time
 from typing import Any, Callable
 
 from ..errors import LabrysError, Span
 from ..ir import nodes as ir
 from ..ir.names import show_name
+from ..ir.types import TTuple, Type
 from ..types.checker import Signature
 from ..util.deep import deep
 from ..values import Inj, PrimError
@@ -34,17 +36,32 @@ class PythonBackend(Interpreter, Hooks):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.compile_seconds = 0.0
+        self._resolved: dict[tuple, tuple] = {}  # resolved()'s memo
         self.sources: dict[str, str] = {}  # show_name(def) -> generated source, for inspection
 
     # --- Hooks: how generated code reaches functions and primitives -----------------
 
     def callee(self, e: ir.Call, ns: Namespace) -> tuple[str, str | None]:
-        target = self.functions.resolve(e.func, e.arg.type)
+        target, impl = self.resolved(e.func, e.arg.type)
         if isinstance(target, Signature):
             if isinstance(target.decl, ir.Edef) and self.external(target) is None:
                 return ns.add("f", missing_edef(target, e.span)), None
             return ns.add("c", self.cell(target)) + "[0]", None
-        return ns.add("p", target.impl(e.arg.type)), target.name
+        return ns.add("p", impl), target.name
+
+    def resolved(self, func, arg: Type) -> tuple[Any, Any]:
+        """What a call of func on arg runs, and a primitive's implementation at arg, remembered
+        by the ids of arg's parts as the checker does (Note [Call types by identity]): one
+        implementation, and one namespace entry, for the n calls of (add x 1.0)."""
+        parts = arg.elems if type(arg) is TTuple else (arg,)
+        key = (func, *map(id, parts))
+        known = self._resolved.get(key)
+        if known is not None and len(known[0]) == len(parts) and all(map(operator.is_, known[0], parts)):
+            return known[1]
+        target = self.functions.resolve(func, arg)
+        answer = (target, None if isinstance(target, Signature) else target.impl(arg))
+        self._resolved[key] = (parts, answer)
+        return answer
 
     def fnref(self, e: ir.FnRef, ns: Namespace) -> str:
         cell = self.cell(self.functions.by_name(e.func))
@@ -67,7 +84,7 @@ class PythonBackend(Interpreter, Hooks):
     def generate(self, d: ir.Def) -> Callable[[Any], Any]:
         """d as generated Python source, compiled and loaded piecewise (Note [Compiling in chunks])."""
         mod = PyModuleSource(self)
-        entry = mod.add_def(with_spans(d))  # Note [Positions in derived code]
+        entry = mod.add_def(with_spans(d, self.facts(d)))  # Note [Positions in derived code]
         text = mod.text()
         serial = next(_serial)
         offsets: dict[str, int] = {}  # chunk filename -> line offset of the chunk in ``text``

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 
 class Type:
@@ -111,35 +112,90 @@ def Tuple(*elems: Type) -> TTuple:
 
 
 def show_type(t: Type) -> str:
-    """Print a type in `.ks` syntax (parenthesised unless atomic)."""
-    match t:
-        case TBase(name):
-            return name
-        case TTuple(elems):
-            return "(Tuple" + "".join(" " + show_type(e) for e in elems) + ")"
-        case TTensor(1, elem):
-            return f"(Vec {show_type(elem)})"
-        case TTensor(rank, elem):
-            return f"(Tensor {rank} {show_type(elem)})"
-        case TLam(arg, res):
-            return f"(Lam {show_type(arg)} {show_type(res)})"
-        case TLM(src, dst):
-            return f"(LM {show_type(src)} {show_type(dst)})"
-        case TSum(left, right):
-            return f"(Sum {show_type(left)} {show_type(right)})"
-    raise TypeError(f"not a type: {t!r}")
+    """Print a type in `.ks` syntax (parenthesised unless atomic): pieces pushed on an
+    explicit stack and joined once, so a type n deep prints in O(n) at any depth (a
+    string per level, each holding its inner one, copied O(n^2) characters: seconds
+    for a 10^5-deep tuple type in a note)."""
+    out: list[str] = []
+    stack: list = [t]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, str):
+            out.append(x)
+            continue
+        if isinstance(x, TBase):
+            out.append(x.name)
+            continue
+        if isinstance(x, TTuple):
+            head, parts = "(Tuple", [p for e in x.elems for p in (" ", e)]
+        elif isinstance(x, TTensor):
+            head, parts = ("(Vec " if x.rank == 1 else f"(Tensor {x.rank} "), [x.elem]
+        elif isinstance(x, TLam):
+            head, parts = "(Lam ", [x.arg, " ", x.res]
+        elif isinstance(x, TLM):
+            head, parts = "(LM ", [x.src, " ", x.dst]
+        elif isinstance(x, TSum):
+            head, parts = "(Sum ", [x.left, " ", x.right]
+        else:
+            raise TypeError(f"not a type: {x!r}")
+        out.append(head)
+        stack.append(")")
+        stack.extend(reversed(parts))
+    return "".join(out)
 
 
-def has_function(t: Type) -> bool:
+def has_function(t: Type, memo: dict[int, tuple[Type, bool]] | None = None) -> bool:
     """t holds a function somewhere (it is not first-order)."""
-    match t:
-        case TTuple(elems):
-            return any(map(has_function, elems))
-        case TTensor(_, elem):
-            return has_function(elem)
-        case TSum(a, b):
-            return has_function(a) or has_function(b)
+    return any_part(t, _is_lam, memo)
+
+
+def _is_lam(t: Type) -> bool:
     return isinstance(t, TLam)
+
+
+# Note [Type facts by identity]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The checker builds a node's type from its children's, so the types of a def's nodes
+# share their parts: the n nodes of (tuple x (tuple x ...)) have types n, n-1, ... deep
+# but only n type objects in all.  A pass that asks "does this type hold a function /
+# a BOG?" at every node, walking each type afresh, did O(n^2) work (the compiled
+# backend took 160 s on a 10^4-deep tuple type).  any_part walks a type once per
+# memo, keyed by the object's id (the memo keeps the type, so an id is never reused
+# while it is there): one memo per def makes such questions linear in the def.
+def any_part(t: Type, test: Callable[[Type], bool],
+             memo: dict[int, tuple[Type, bool]] | None = None) -> bool:
+    """``test`` holds for t or a type inside it (tuples, tensors, sums, functions; not
+    inside linear maps), iteratively (any depth); answers kept in ``memo`` by id."""
+    memo = {} if memo is None else memo
+    known = memo.get(id(t))
+    if known is not None:
+        return known[1]
+    stack = [t]
+    while stack:
+        x = stack[-1]
+        if id(x) in memo:
+            stack.pop()
+            continue
+        kids = _parts(x)
+        todo = [k for k in kids if id(k) not in memo]
+        if todo:  # its parts first; a node's parts are mostly known already (shared)
+            stack.extend(todo)
+            continue
+        stack.pop()
+        memo[id(x)] = (x, test(x) or any(memo[id(k)][1] for k in kids))
+    return memo[id(t)][1]
+
+
+def _parts(t: Type) -> tuple[Type, ...]:
+    if isinstance(t, TTuple):
+        return t.elems
+    if isinstance(t, TTensor):
+        return (t.elem,)
+    if isinstance(t, TSum):
+        return (t.left, t.right)
+    if isinstance(t, TLam):
+        return (t.arg, t.res)
+    return ()
 
 
 def is_scalar(t: Type) -> bool:
