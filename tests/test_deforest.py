@@ -39,7 +39,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _allocations_in_loops(source: str, depth: int = 1) -> int:
-    """Lines of the generated source that make an array inside ``depth`` or more nested for loops."""
+    """Lines of the generated source that make an array inside ``depth`` or more nested for loops
+    (not counting a scratch vector's reallocation, Note [Scratch vectors], which happens only when
+    its size changes)."""
     loops: list[int] = []
     count = 0
     for line in source.splitlines():
@@ -48,7 +50,8 @@ def _allocations_in_loops(source: str, depth: int = 1) -> int:
             loops.pop()
         if line.lstrip().startswith("for "):
             loops.append(indent)
-        elif len(loops) >= depth and re.search(r"_np\.(zeros|empty)\(", line):
+        elif len(loops) >= depth and re.search(r"_np\.(zeros|empty)\(", line) \
+                and not re.match(r"\s*_scr\d+ = ", line):  # a scratch vector regrown only when its size changes
             count += 1
     return count
 

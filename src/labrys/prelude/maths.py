@@ -35,7 +35,25 @@ def _sqrt(x: float) -> float:
     return math.sqrt(x) if x >= 0 else math.nan
 
 
+def _libm_lgamma() -> Callable[[float], float] | None:
+    """The C library's lgamma, which compiled code calls (Numba's math.lgamma): CPython's own
+    is up to tens of ulps away from it (lgamma(1.25)), and every backend must agree."""
+    import ctypes
+    import ctypes.util
+    try:
+        fn = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6").lgamma
+    except (OSError, AttributeError):
+        return None
+    fn.restype, fn.argtypes = ctypes.c_double, [ctypes.c_double]
+    return fn
+
+
+_C_LGAMMA = _libm_lgamma()
+
+
 def _lgamma(x: float) -> float:
+    if _C_LGAMMA is not None:
+        return _C_LGAMMA(x)
     try:
         return math.lgamma(x)
     except (ValueError, OverflowError):
