@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import labrys
+from test_compiled_tape import call, finite_differences, flat
 
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = ["dualrev1", "dualrev2", "dualrev3", "dualrev4", "dualrev5"]
@@ -70,41 +71,6 @@ def compiled() -> labrys.Module:
 @pytest.fixture(scope="module")
 def python() -> labrys.Module:
     return labrys.load(PROGRAMS, backend="python")
-
-
-def flat(v) -> list[float]:
-    """The reals of a value, in order; units, Integers and Bools skipped."""
-    if isinstance(v, (bool, int, np.integer)):
-        return []
-    if isinstance(v, (float, np.floating)):
-        return [float(v)]
-    return [x for e in (v.tolist() if hasattr(v, "tolist") else v) for x in flat(e)]
-
-
-def finite_differences(m: labrys.Module, name: str, x: tuple, dt) -> list[float]:
-    """Central differences of ⟨dt, f(x)⟩ for every real of x."""
-    f, base = getattr(m, name), flat(x)
-
-    def rebuild(v, it):
-        if isinstance(v, (bool, int)):
-            return v
-        if isinstance(v, float):
-            return next(it)
-        return tuple(rebuild(e, it) for e in v)
-
-    out = []
-    for k in range(len(base)):
-        vals = []
-        for h in (1e-6, -1e-6):
-            moved = list(base)
-            moved[k] += h
-            vals.append(float(np.dot(flat(f(*rebuild(x, iter(moved)))), flat(dt))))
-        out.append((vals[0] - vals[1]) / 2e-6)
-    return out
-
-
-def call(m: labrys.Module, alg: str, name: str, x: tuple, dt):
-    return m.derive(alg, name)(x if len(x) > 1 else x[0], dt)
 
 
 @pytest.mark.parametrize("alg, case", RUNS)
