@@ -37,11 +37,11 @@ from __future__ import annotations
 from typing import Callable
 
 from ..ir import nodes as ir
-from ..ir.types import BOOL, FLOAT, INTEGER, STAGED, STATE, STRING, TLam, TSum, TTensor, TTuple, Type
+from ..ir.types import BOOL, FLOAT, INTEGER, STAGED, STATE, STRING, TLam, TTensor, TTuple, Type
 from ..types.tangent import is_constant_tangent
 from .numba_closures import Candidate, lam_types
 from .numba_tape import NeedsTape
-from .numba_types import Unsupported
+from .numba_types import Unsupported, holds_data
 
 VEC = TTensor(1, FLOAT)
 BP1 = TLam(FLOAT, VEC)
@@ -85,18 +85,8 @@ def native(table, name: str, t: TLam, env: tuple[Type, ...], call: Callable[[str
 def staged_boundary(d: ir.Def) -> None:
     """A Staged or a State lives inside one run: never an argument or the result of a compiled call."""
     for what, t in [(f"parameter {p.name}", p.type) for p in d.params] + [("result", d.ret)]:
-        if _holds_state(t):
+        if holds_data(t, (STAGED, STATE)):
             raise Unsupported(f"{what} of type {t} (the state of a run of a staged dualrev version)", d.span)
-
-
-def _holds_state(t: Type) -> bool:
-    if t in (STAGED, STATE):
-        return True
-    if isinstance(t, TTuple):
-        return any(_holds_state(e) for e in t.elems)
-    if isinstance(t, TSum):
-        return _holds_state(t.left) or _holds_state(t.right)
-    return isinstance(t, TTensor) and _holds_state(t.elem)
 
 
 def _reals(t: Type, span) -> int:

@@ -50,7 +50,7 @@ from ..ir.types import BOOL, CONTRIB, DELTA, FLOAT, INTEGER, STRING, TSum, TTens
 from ..types.tangent import is_constant_tangent, tangent_type
 from .numba_nested import nested_adjoints, nested_count, nested_dual, nested_interleave, t_elem
 from .numba_sums import placeholder
-from .numba_types import Unsupported, array_rank, is_soa, soa_matrix, soa_rank
+from .numba_types import Unsupported, array_rank, holds_data, is_soa, soa_matrix, soa_rank
 
 # Smeding & Vákár's dualrevtape, then Krawiec et al.'s deltarev (Note [Deltas on the tape])
 # and Smeding & Vákár's dualrev, Krawiec et al.'s deltarev2 (Notes [Contribs on the tape], [Naive eval₂ on the
@@ -93,21 +93,11 @@ def tape_entry(call: str, params: list[tuple[str, Type]]) -> list[str]:
             "    _drt_give(_tape)", "    return _r"]
 
 
-def _has_delta(t: Type) -> bool:
-    if t in (DELTA, CONTRIB):
-        return True
-    if isinstance(t, TTuple):
-        return any(_has_delta(e) for e in t.elems)
-    if isinstance(t, TSum):
-        return _has_delta(t.left) or _has_delta(t.right)
-    return isinstance(t, TTensor) and _has_delta(t.elem)
-
-
 def tape_boundary(d: ir.Def) -> None:
     """A Delta is a node of a tape that lives only inside one compiled call: it cannot be
     an argument or the result of the call (``[delta f]`` called from outside a run)."""
     for what, t in [(f"parameter {p.name}", p.type) for p in d.params] + [("result", d.ret)]:
-        if _has_delta(t):
+        if holds_data(t, (DELTA, CONTRIB)):
             raise Unsupported(f"{what} of type {t} (a Delta or Contrib outside a run of deltarev or dualrev)", d.span)
 
 

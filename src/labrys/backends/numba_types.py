@@ -107,6 +107,18 @@ def _flat(t: Type) -> bool:
     return t in (FLOAT, INTEGER, BOOL, DELTA, CONTRIB) or isinstance(t, TTuple) and all(_flat(e) for e in t.elems)
 
 
+def holds_data(t: Type, scalars: tuple[Type, ...]) -> bool:
+    """One of ``scalars`` in t's tuples, sums or vectors (not inside function types): a run's
+    values that no compiled call may take or return (Deltas, Contribs, Staged maps, States)."""
+    if t in scalars:
+        return True
+    if isinstance(t, TTuple):
+        return any(holds_data(e, scalars) for e in t.elems)
+    if isinstance(t, TSum):
+        return holds_data(t.left, scalars) or holds_data(t.right, scalars)
+    return isinstance(t, TTensor) and holds_data(t.elem, scalars)
+
+
 def soa_matrix(t: Type | None) -> bool:
     return soa_rank(t) is not None
 
