@@ -1,16 +1,17 @@
 """The script a user would write: the gradient of ADBench's GMM objective by
 ``labrys.grad`` against ``jax.jit(jax.grad)``, in one process, warm, median.
 
-    python scripts/gmm_vs_jax.py [DATAFILE] [--repeat 15] [--jax-threads 1|0]
+    python scripts/gmm_vs_jax.py [DATAFILE] [--repeat 15] [--jax-threads 1|0] [--threads N]
 
 DATAFILE defaults to the clone's ``data/adbench/gmm/1k/gmm_d10_K25.txt``.  The
 gradient is with respect to (alphas, means, icf), as ADBench asks.  Each row is
 the median wall and CPU time (``time.process_time``, all threads of the
 process) of ``--repeat`` calls after two warm-up calls; the last line is the
 largest difference between the two gradients.  XLA fixes its threads when JAX
-is imported: ``--jax-threads 1`` (the default, as labrys runs on one thread)
-sets ``XLA_FLAGS`` first; ``--jax-threads 0`` leaves JAX its default thread
-pool.  Needs the ``bench`` extra (``pip install -e '.[bench]'``).  Not a test:
+is imported: ``--jax-threads 1`` (the default) sets ``XLA_FLAGS`` first;
+``--jax-threads 0`` leaves JAX its default thread pool.  ``--threads N`` is
+``labrys.grad(..., threads=N)`` (1: serial; default every core; rows for
+several counts with ``--threads 1,2``).  Needs the ``bench`` extra (``pip install -e '.[bench]'``).  Not a test:
 nothing here asserts a time.
 """
 from __future__ import annotations
@@ -47,6 +48,7 @@ def main() -> None:
     ap.add_argument("data", nargs="?", default=str(DEFAULT))
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--jax-threads", type=int, default=1, help="1: one XLA thread; 0: JAX's default")
+    ap.add_argument("--threads", default="", help="labrys's threads, e.g. 1 or 1,2 (default: every core)")
     opts = ap.parse_args()
     if opts.jax_threads == 1:
         os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
@@ -57,8 +59,11 @@ def main() -> None:
     g = read_gmm(opts.data)
     m = labrys.load(str(resources.files("labrys.adbench").joinpath("gmm.ks")), backend="compiled")
     args = (g.x, g.alphas, g.means, g.icf, (g.gamma, g.m))
-    grad = labrys.grad(m.gmm_objective, argnums=(1, 2, 3))
-    rows = [("labrys objective", m.gmm_objective, args), ("labrys.grad", grad, args)]
+    counts = [int(n) for n in opts.threads.split(",") if n] or [None]
+    grads = {n: labrys.grad(m.gmm_objective, argnums=(1, 2, 3), threads=n) for n in counts}
+    rows = [("labrys objective", m.gmm_objective, args)]
+    rows += [(f"labrys.grad, {'default' if n is None else n} thread{'s' if n != 1 else ''}", g_, args)
+             for n, g_ in grads.items()]
 
     import jax
     import jax.numpy as jnp
@@ -75,9 +80,10 @@ def main() -> None:
     for name, f, a in rows:
         wall, cpu = timed(f, a, opts.repeat)
         print(f"{name:36s} wall {wall:8.2f} ms   cpu {cpu:8.2f} ms")
-    ours, theirs = grad(*args), jgrad(*jargs)
-    print("largest difference of the gradients:",
-          max(float(np.max(np.abs(np.asarray(a) - np.asarray(b)))) for a, b in zip(ours, theirs)))
+    theirs = jgrad(*jargs)
+    for n, g_ in grads.items():
+        print(f"largest difference of the gradients ({'default' if n is None else n} threads):",
+              max(float(np.max(np.abs(np.asarray(a) - np.asarray(b)))) for a, b in zip(g_(*args), theirs)))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from .ad import REGISTRY, Derivations, Linker
 from .backends import Backend, make_backend
 from .backends.boundary import SLOW
 from .backends.interp import Interpreter, Slots
-from .context import Limits, run_scope
+from .context import Limits, run_scope, threads_for
 from .errors import LabrysError, Source, Span
 from .ir import nodes as ir
 from .ir.names import DerivedName, Name, erase_types, show_name
@@ -253,6 +253,7 @@ class Derivative:
         self.d = derived.d if optimise else _before_optimisation(derived)
         module.linker.close(module.linker.callees(self.d))  # Note [Link step]: its errors surface here
         self._code = None
+        self.threads: int | None = None  # compiled for this many threads (None: labrys.set_threads's)
 
     @property
     def support(self) -> list[ir.Def]:
@@ -266,7 +267,8 @@ class Derivative:
 
     def __call__(self, *args: Any) -> Any:
         if self._code is None:
-            self._code = self.module.backend.compile_def(self.d)
+            with threads_for(self.threads):  # Note [Parallel reverse sums] in labrys.backends.numba_parallel
+                self._code = self.module.backend.compile_def(self.d)
         fast = getattr(self._code, "fast", None)
         if fast is not None:  # Note [Cheap boundaries] in labrys.backends.boundary
             out = fast(args)

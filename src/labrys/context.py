@@ -39,10 +39,20 @@ def _env_max_depth() -> int:
     return n if n > 0 else DEFAULT_MAX_DEPTH
 
 
+def _env_threads() -> int:
+    raw = os.environ.get("LABRYS_THREADS", "")
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    return n if n > 0 else (os.cpu_count() or 1)
+
+
 class Limits:
     """Process-wide resource limits (Note [Recursion limit] in labrys.backends.limits)."""
 
     max_depth: int = _env_max_depth()
+    threads: int = _env_threads()  # Note [Parallel reverse sums] in labrys.backends.numba_parallel
     max_memory: int | None = None  # bytes (Note [Memory limit] in labrys.memory, which reads $LABRYS_MAX_MEMORY)
 
 
@@ -53,6 +63,40 @@ def set_max_depth(n: int) -> None:
         from .errors import LabrysError
         raise LabrysError(f"the maximum depth must be a positive integer, not {n!r}")
     Limits.max_depth = n
+
+
+def set_threads(n: int) -> None:
+    """Compiled gradients may run their reverse sums on ``n`` threads (default: every
+    core, or ``$LABRYS_THREADS``; 1 is serial).  Code generated afterwards uses it."""
+    check_threads(n)
+    Limits.threads = n
+
+
+_THREADS: ContextVar[int | None] = ContextVar("labrys_threads", default=None)
+
+
+def threads() -> int:
+    """The thread count code generated now uses: :func:`threads_for`'s, else the process's."""
+    n = _THREADS.get()
+    return Limits.threads if n is None else n
+
+
+def check_threads(n: int | None) -> None:
+    """A user's ``threads=`` is None or a positive integer."""
+    if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1):
+        from .errors import LabrysError
+        raise LabrysError(f"threads must be a positive integer, not {n!r}")
+
+
+@contextlib.contextmanager
+def threads_for(n: int | None) -> Iterator[None]:
+    """Generate code for ``n`` threads inside the block (None: the process's setting)."""
+    check_threads(n)
+    token = _THREADS.set(n)
+    try:
+        yield
+    finally:
+        _THREADS.reset(token)
 
 
 class Context:

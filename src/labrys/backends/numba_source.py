@@ -36,6 +36,7 @@ from .numba_closures import ClosureMixin, ClosureTable, eta_loops
 from .numba_delta1 import DELTA1_IO, Delta1Mixin
 from .numba_dualrev import STAGED_PRIMITIVES, StagedMixin, staged_boundary
 from .numba_loops import LoopMixin
+from .numba_parallel import ParallelMixin
 from .numba_rfold import RFoldMixin
 from .numba_scratch import ScratchMixin
 from .numba_soa import SoaMixin
@@ -90,6 +91,7 @@ class NumbaModuleSource(PyModuleSource):
         self.generated: dict[int, Function] = {}
         self.cyclic: set[str] = set()  # generated functions on a cycle of calls
         self.direct: dict[int, list[str]] = {}  # Note [Nested accumulation]
+        self.parallel: set[str] = set()  # functions with a prange loop (Note [Parallel reverse sums])
         self.closures = ClosureTable(self, LoopEmitter)  # Note [Defunctionalisation]
         if bogs:  # a recursive function's BOG crosses: the heap's record lists come from Python
             self.closures.used = self.closures.crosses = True  # (Note [BOGs across the boundary], labrys.ad)
@@ -235,16 +237,17 @@ class NumbaModuleSource(PyModuleSource):
         size = sum(len(fn.lines) for fn in self.functions)
         if size > MAX_STATEMENTS:
             raise Unsupported(f"a body of {size} statements (more than {MAX_STATEMENTS})", None)
-        out = [HEADER, *self.closures.globals()]
+        out = [HEADER + ("from numba import prange as _prange\n" if self.parallel else ""), *self.closures.globals()]
         decorator = DECORATOR.replace("cache=_cache", "cache=False") if self.cyclic else DECORATOR
         for fn in self.functions:
-            out += ["", decorator, f"def {fn.name}({', '.join(fn.params)}):"]
+            parallel = decorator.replace(")", ", parallel=True)") if fn.name in self.parallel else decorator
+            out += ["", parallel, f"def {fn.name}({', '.join(fn.params)}):"]
             out += [line for line, _ in hoist_index_checks(fn.lines)]  # Note [Hoisted index checks]
         return "\n".join(out) + "\n"
 
 
-class LoopEmitter(StagedMixin, ScratchMixin, BogTapeMixin, TapeMixin, Delta1Mixin, ClosureMixin, TangentMixin,
-                  SumMixin, SoaMixin, RFoldMixin, LoopMixin, Emitter):
+class LoopEmitter(StagedMixin, ScratchMixin, BogTapeMixin, TapeMixin, Delta1Mixin, ClosureMixin, ParallelMixin,
+                  TangentMixin, SumMixin, SoaMixin, RFoldMixin, LoopMixin, Emitter):
     """Statements for Numba: loops instead of higher-order primitives."""
 
     mod: NumbaModuleSource

@@ -305,6 +305,8 @@ class TangentMixin:
                 zero = "0.0" if leaf == FLOAT else "()" if leaf == TTuple(()) else f"_np.zeros({base}{path}.shape)"
                 self.emit(f"{target} = {zero}")
             accs.append(target)
+        if into is None and self.parallel_sum(size, lam, accs, result):  # Note [Parallel reverse sums]
+            return accs
         i = self.mod.fresh("i")
         self.emit(f"for {i} in range({size}):")
         inner = self.indented()

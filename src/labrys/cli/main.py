@@ -20,7 +20,7 @@ from typing import Sequence
 from ..ad import REGISTRY
 from ..api import load
 from ..backends import BACKENDS, DEFAULT
-from ..context import run_scope, set_max_depth
+from ..context import run_scope, set_max_depth, set_threads
 from ..errors import LabrysError, format_error
 from ..memory import set_max_memory
 from ..values import format_value
@@ -235,6 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-memory", metavar="SIZE",
                    help="stop a run when the process would hold more than SIZE of memory (e.g. 500M, 2G; or "
                         "$LABRYS_MAX_MEMORY; no limit by default): an error naming the function")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="the compiled backend may run a gradient's outer reverse sum on N threads (default every "
+                        "core, or $LABRYS_THREADS; 1 is serial; results differ from serial by float reassociation)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="run a .ks program (its main, or FN on ARGS)",
@@ -410,6 +413,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             set_max_depth(args.max_depth)
         if args.max_memory is not None:
             set_max_memory(args.max_memory)
+        if args.threads is not None:
+            set_threads(args.threads)
         with library_log(args.verbose or os.environ.get("LABRYS_VERBOSE", "") not in ("", "0")):
             return args.handler(args)
     except LabrysError as exc:
