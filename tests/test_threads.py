@@ -97,8 +97,11 @@ def test_threads_must_be_a_positive_integer(bad):
 
 
 def test_the_cli_takes_threads(tmp_path, capsys):
-    from labrys.cli.main import main
+    from labrys.cli.main import build_parser, main
     from labrys.context import Limits
+
+    bench = build_parser().parse_args(["bench", "--threads", "0"])  # the peers' threads, not labrys's
+    assert bench.threads == 0 and bench.labrys_threads is None
 
     before = Limits.threads
     try:

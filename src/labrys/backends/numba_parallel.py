@@ -44,8 +44,26 @@ is fixed when the code is generated (:func:`labrys.context.threads`); with
 one thread nothing here is generated, so ``LABRYS_THREADS=1`` gives exactly
 the serial module (and its compile time: a ``parallel=True`` function costs
 seconds to compile).
+
+Note [Idle threads]
+~~~~~~~~~~~~~~~~~~~
+Numba's threading layer is the first of TBB, GNU OpenMP and its own
+workqueue that loads.  GNU OpenMP's idle threads spin after each parallel
+region; on a machine shared with other jobs the spinning counts as the
+process's CPU time and takes the cores the other threads wait for: GMM
+d10 K25's gradient on 2 threads took twice the serial CPU time and twice
+its wall time under a load of 10 on 2 cores, and the same as serial with
+``OMP_WAIT_POLICY=passive``.  A gradient is milliseconds, so waking a
+sleeping thread (microseconds) costs nothing measurable; when labrys first
+generates a parallel function it sets ``OMP_WAIT_POLICY=passive`` unless
+the environment already says otherwise (GNU OpenMP reads it when Numba
+loads it, at the first parallel call).  It does not choose the layer
+(``NUMBA_THREADING_LAYER`` is the user's).
 """
 from __future__ import annotations
+
+import logging
+import os
 
 from ..context import threads
 from ..ir import nodes as ir
@@ -64,6 +82,13 @@ def worth_threads(body: ir.Expr) -> bool:
     return any(isinstance(x, ir.Call) and x.func in LOOPING
                and any(isinstance(y, ir.Call) and y.func in LOOPING for y in nodes(x.arg))
                for x in nodes(body))
+
+
+def passive_threads() -> None:
+    """Note [Idle threads]."""
+    if "OMP_WAIT_POLICY" not in os.environ:
+        os.environ["OMP_WAIT_POLICY"] = "passive"
+        logging.getLogger("labrys.backends").debug("OMP_WAIT_POLICY=passive for parallel loops")
 
 
 class ParallelMixin:
@@ -160,3 +185,4 @@ class ParallelMixin:
             f"        _S[_c] = {guard}({', '.join([bounds] + [f'{q}[_c]' for q in parts] + ['_F[_c]'] + xs)})")]
         self.mod.functions += [g, p]
         self.mod.parallel.add(par)
+        passive_threads()

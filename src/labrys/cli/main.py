@@ -235,7 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-memory", metavar="SIZE",
                    help="stop a run when the process would hold more than SIZE of memory (e.g. 500M, 2G; or "
                         "$LABRYS_MAX_MEMORY; no limit by default): an error naming the function")
-    p.add_argument("--threads", type=int, metavar="N",
+    p.add_argument("--threads", type=int, metavar="N", dest="labrys_threads",
                    help="the compiled backend may run a gradient's outer reverse sum on N threads (default every "
                         "core, or $LABRYS_THREADS; 1 is serial; results differ from serial by float reassociation)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -362,7 +362,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="peer to run: NumPy, 'JAX (jit)', PyTorch, autograd (repeatable; default: all)")
     bch.add_argument("--quick", action="store_true", help="small sizes: the whole run takes seconds")
     bch.add_argument("--threads", type=int, default=1,
-                     help="threads for PyTorch and JAX (default 1, like labrys; 0: their own defaults)")
+                     help="threads for PyTorch and JAX (default 1; 0: their own defaults); labrys's are "
+                          "`labrys --threads N bench …` (default every core)")
     bch.add_argument("--out", metavar="DIR",
                      help="where results.md and the charts go (default ./labrys-bench; the committed results "
                           "are benchmarks/results: name it to refresh them)")
@@ -413,8 +414,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             set_max_depth(args.max_depth)
         if args.max_memory is not None:
             set_max_memory(args.max_memory)
-        if args.threads is not None:
-            set_threads(args.threads)
+        if args.labrys_threads is not None:
+            set_threads(args.labrys_threads)
         with library_log(args.verbose or os.environ.get("LABRYS_VERBOSE", "") not in ("", "0")):
             return args.handler(args)
     except LabrysError as exc:
