@@ -17,7 +17,14 @@ points are independent, so the sum splits into contiguous chunks summed on
 separate threads and then added.  The result equals the serial one up to the
 reassociation of that one sum, and is deterministic for a given thread
 count: the chunks are fixed by n and T, and their sums are added in chunk
-order, never in the order threads finish.
+order, never in the order threads finish.  A user who allows threads
+allows reassociation, so the chunk function is also compiled with LLVM's
+``reassoc``, ``nsz`` and ``contract`` flags (never ``nnan``/``ninf``: NaN
+and infinities keep their IEEE meaning): its dot products become vector
+reductions and its multiply-adds fused ones, 19% less CPU time on GMM d10
+K25 (3.85 → 3.11 ms on 2 threads).  So the threaded gradient equals the
+serial one up to reassociation and fused multiply-adds (1e-12 relative on
+GMM d10 K25); with one thread none of this is generated.
 
 Numba's parallel pass refuses a ``prange`` loop whose body may ``raise``
 (the generated bounds checks and asserts), and compiling the whole function
@@ -73,6 +80,7 @@ from .numba_scratch import _parents
 from .numba_tangents import leaves, plan_nested_accumulation
 from .pysource import Function
 
+FASTMATH = '{"reassoc", "nsz", "contract"}'  # LLVM's flags for a chunk: no assumption of no NaN / no Inf
 LOOPING = ("build", "sumbuild", "ts_sumbuild", "fold", "ifold", "rfold", "sum")
 
 
@@ -153,6 +161,7 @@ class ParallelMixin:
         fn.params = ["_lo", "_hi"] + [own[k] for k, leaf in enumerate(kinds) if isinstance(leaf, TTensor)] \
             + [self.mod.bind(env, x) for x in free] + self.mod.hidden("_room")
         self.mod.functions.append(fn)
+        self.mod.reassociated.add(fn.name)
         em = type(self)(self.mod, fn, env)
         for k, leaf in enumerate(kinds):
             if not isinstance(leaf, TTensor):

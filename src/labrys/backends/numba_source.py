@@ -36,7 +36,7 @@ from .numba_closures import ClosureMixin, ClosureTable, eta_loops
 from .numba_delta1 import DELTA1_IO, Delta1Mixin
 from .numba_dualrev import STAGED_PRIMITIVES, StagedMixin, staged_boundary
 from .numba_loops import LoopMixin
-from .numba_parallel import ParallelMixin
+from .numba_parallel import FASTMATH, ParallelMixin
 from .numba_rfold import RFoldMixin
 from .numba_scratch import ScratchMixin
 from .numba_soa import SoaMixin
@@ -92,6 +92,7 @@ class NumbaModuleSource(PyModuleSource):
         self.cyclic: set[str] = set()  # generated functions on a cycle of calls
         self.direct: dict[int, list[str]] = {}  # Note [Nested accumulation]
         self.parallel: set[str] = set()  # functions with a prange loop (Note [Parallel reverse sums])
+        self.reassociated: set[str] = set()  # a parallel sum's chunks, compiled with FASTMATH (same Note)
         self.closures = ClosureTable(self, LoopEmitter)  # Note [Defunctionalisation]
         if bogs:  # a recursive function's BOG crosses: the heap's record lists come from Python
             self.closures.used = self.closures.crosses = True  # (Note [BOGs across the boundary], labrys.ad)
@@ -240,8 +241,9 @@ class NumbaModuleSource(PyModuleSource):
         out = [HEADER + ("from numba import prange as _prange\n" if self.parallel else ""), *self.closures.globals()]
         decorator = DECORATOR.replace("cache=_cache", "cache=False") if self.cyclic else DECORATOR
         for fn in self.functions:
-            parallel = decorator.replace(")", ", parallel=True)") if fn.name in self.parallel else decorator
-            out += ["", parallel, f"def {fn.name}({', '.join(fn.params)}):"]
+            flags = ", parallel=True)" if fn.name in self.parallel else f", fastmath={FASTMATH})" \
+                if fn.name in self.reassociated else ")"  # Note [Parallel reverse sums]
+            out += ["", decorator[:-1] + flags, f"def {fn.name}({', '.join(fn.params)}):"]
             out += [line for line, _ in hoist_index_checks(fn.lines)]  # Note [Hoisted index checks]
         return "\n".join(out) + "\n"
 

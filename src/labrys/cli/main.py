@@ -237,7 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "$LABRYS_MAX_MEMORY; no limit by default): an error naming the function")
     p.add_argument("--threads", type=int, metavar="N", dest="labrys_threads",
                    help="the compiled backend may run a gradient's outer reverse sum on N threads (default every "
-                        "core, or $LABRYS_THREADS; 1 is serial; results differ from serial by float reassociation)")
+                        "core, or $LABRYS_THREADS; 1 is serial; otherwise results differ from serial by float "
+                        "reassociation)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="run a .ks program (its main, or FN on ARGS)",
