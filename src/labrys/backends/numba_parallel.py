@@ -1,9 +1,9 @@
 """Parallel reverse sums for the ``compiled`` backend's generator (:mod:`.numba_source`):
-a ``ts_sumbuild`` at the top of a generated function, whose body has loops of
-its own, runs its iterations in one chunk per thread, each chunk summing into
+a ``ts_sumbuild`` at the top of a generated function, whose body has a nest
+of two loops of its own, runs its iterations in one chunk per thread, each chunk summing into
 accumulators of its own, added in chunk order at the end.
 
-    Γ ⊢ (ts_sumbuild n (lam (i : Integer) e) like) : dT    (top level, e has a loop, T threads > 1)
+    Γ ⊢ (ts_sumbuild n (lam (i : Integer) e) like) : dT    (top level, e has a loop nest, T > 1)
       ↦  chunk(lo, hi, acc…, free(e)…) = Σ_{lo ≤ i < hi} e          (serial, its own function)
          nt = min(T, n)
          par: for c in prange(nt): P[c] = chunk(n·c/nt, n·(c+1)/nt)   (guarded, below)
@@ -36,10 +36,11 @@ Numba (the chunk's sum is then silently partial, measured with Numba 0.68),
 so each chunk runs under a ``try`` (``_guardN``) that records whether it
 finished; if any did not, the whole sum is run again serially into the
 still-zero accumulators, which raises the serial code's error (or, if it
-does not raise, gives the serial result).  That serial path (also taken
+does not raise, gives the result of one chunk).  That path (also taken
 for fewer than two iterations) calls the same chunk function on the whole
-range into the real accumulators: the serial code's operations in the
-serial order.
+range into the real accumulators.  If a callee generated for the chunk
+turns out to use the closure heap (Note [Defunctionalisation]), the sum
+is that one serial call, and the chunk is compiled without the flags.
 
 Only a sum with fresh accumulators (not one added into an enclosing loop's,
 Note [Nested accumulation]) at a function's top level (not inside another
@@ -118,6 +119,10 @@ class ParallelMixin:
         hidden = self.mod.hidden("_room")
         args = [self.atom(ir.Var(n)) for n in free] + hidden
         n = self.mod.fresh("n")
+        if self.mod.closures.used:  # a callee the chunk made uses the closure heap: serial after all
+            self.mod.reassociated.discard(chunk)
+            self._serial_call(chunk, n, size, accs, arrays, floats, args)
+            return True
         nt, ok, par, guard = self.mod.fresh("nt"), self.mod.fresh("ok"), self.mod.fresh("par"), self.mod.fresh("guard")
         parts = {k: self.mod.fresh("P") for k in arrays}
         sums, done = self.mod.fresh("F"), self.mod.fresh("S")
@@ -145,12 +150,19 @@ class ParallelMixin:
         if not arrays and not floats:
             add.indented().emit("pass")
         self.emit(f"if not {ok}:")
-        r = self.mod.fresh("r")
-        self.indented().emit(f"{r} = {chunk}({', '.join(['0', n] + [accs[k] for k in arrays] + args)})")
-        for j, k in enumerate(floats):
-            self.indented().emit(f"{accs[k]} = {r}[{j}]")
+        self.indented()._serial_call(chunk, n, None, accs, arrays, floats, args)
         self._par_functions(chunk, guard, par, [f"_P{k}" for k in arrays], len(floats), len(free))
         return True
+
+    def _serial_call(self, chunk: str, n: str, size: str | None, accs: list[str], arrays: list[int],
+                     floats: list[int], args: list[str]) -> None:
+        """The whole sum by one call of the chunk function, into the accumulators."""
+        if size is not None:
+            self.emit(f"{n} = {size}")
+        r = self.mod.fresh("r")
+        self.emit(f"{r} = {chunk}({', '.join(['0', n] + [accs[k] for k in arrays] + args)})")
+        for j, k in enumerate(floats):
+            self.emit(f"{accs[k]} = {r}[{j}]")
 
     def _chunk_function(self, lam: ir.Lam, kinds: list[Type], free: list[str], result: Type) -> str:
         """``_chunkN(lo, hi, array accumulators…, free variables…, hidden…)``: the serial sum of
