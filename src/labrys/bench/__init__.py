@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Callable
 
 from .report import charts, markdown, summary_markdown
-from .run import Options, Result, run, stop_here
+from .run import Options, Result, backends, derivations, run, stop_here
 from .suite import find_suite, load_suite, select
 from .summary import update_readme
 from .threads import default_threads, stop_child
@@ -48,6 +48,8 @@ def bench(names: list[str], options: Options, out: str | Path | None = None, sui
     start = time.monotonic()
     folder = find_suite(suite)
     workloads = select(load_suite(folder), names)
+    if options.labrys:  # an unknown --deriv is an error now, not after the first workload's peers
+        backends(options), derivations(options)
     out = Path(out) if out else Path.cwd() / DEFAULT_OUT
     out.mkdir(parents=True, exist_ok=True)
     results: list[Result] = []

@@ -194,7 +194,7 @@ def derivations(options: Options) -> list[tuple[str, Callable[[Any], Any]]]:
         return every
     chosen = options.derivations or list(labrys_side.FINAL)
     known = {name for name, _ in every}
-    unknown = [d for d in chosen if d not in known]
+    unknown = [d for d in options.derivations or () if d not in known]  # the defaults: those registered
     if unknown:
         raise LabrysError(f"no reverse derivation {', '.join(unknown)}; known: {', '.join(sorted(known))} (or all)")
     return [(d, pick) for d, pick in every if d in chosen]
