@@ -245,6 +245,7 @@ def _labrys_cell(row: Row, what: str, prepare: Callable[[Any], Callable[[], Any]
     unless the estimate exceeds the budget (the cell then shows the estimate)."""
     if _late(row, options):
         return
+    options.progress(f"  {row.name} {what}: deriving, compiling, timing …")
     start = time.perf_counter()
     fn = prepare(instance.labrys)
     row.compile = (row.compile or 0.0) + time.perf_counter() - start

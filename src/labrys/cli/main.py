@@ -185,9 +185,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print("no charts: matplotlib is not installed (pip install 'labrys[plot]'); results.md only")
     command = "labrys bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else "labrys bench"
     with progress("benchmarking") as say:
+        workload = [""]
+
+        def show(line: str) -> None:  # "gmm_d10_K25: labrys rev (compiled) gradient …"
+            if not line.startswith(" "):
+                workload[0] = line.split(" (")[0] + ": "
+            say(workload[0] + line.strip() if line.startswith(" ") else line)
         options = Options(repeat=args.repeat, budget=budget, quick=args.quick, backends=args.backend,
                           peers=args.peer, derivations=args.deriv, data=args.data, threads=args.threads,
-                          progress=lambda line: say(line.strip()))
+                          progress=show)
         results, _ = bench(args.workloads, options, args.out, args.suite, command.strip(),
                            time_limit=args.time_limit, threads_rows=not args.no_default_threads,
                            written=lambda paths: print("\n".join(f"wrote {p}" for p in paths), flush=True))
