@@ -112,11 +112,14 @@ def test_a_tiny_bench_with_timeouts_writes_nothing_on_stderr(tmp_path):
 
 SLOW_SUITE = """
 from pathlib import Path
-from labrys.bench.suite import Instance, LabrysProgram, Workload
+from labrys.bench.suite import Impl, Instance, LabrysProgram, Workload
 KS = Path(__file__).parent / "slow.ks"
 def make(data, size):
     return Instance("x = 1", LabrysProgram(KS, "slow", (1.0,)), {})
-WORKLOADS = [Workload("slow", "A slow program", make), Workload("later", "Never started", make)]
+def fast(data, size):  # finished before the limit; its peer has an objective only
+    return Instance("x = 3", LabrysProgram(KS, "fast", (3.0,)), {"NumPy": lambda: Impl(lambda: 9.0)})
+WORKLOADS = [Workload("fast", "Done in time", fast), Workload("slow", "A slow program", make),
+             Workload("later", "Never started", make)]
 """
 
 
@@ -125,15 +128,17 @@ def test_a_call_still_running_at_the_time_limit_ends_the_run_with_complete_table
     suite.mkdir()
     (suite / "__init__.py").write_text(SLOW_SUITE)
     (suite / "slow.ks").write_text("(def slow Float (x : Float) (sumbuild 100000000 (lam (i : Integer) "
-                                   "(mul x (to_float i)))))")
-    args = ["bench", "--suite", str(suite), "--backend", "interp", "--deriv", "rev", "--time-limit", "2",
-            "--out", str(tmp_path / "out")]
+                                   "(mul x (to_float i)))))\n(def fast Float (x : Float) (mul x x))")
+    args = ["bench", "--suite", str(suite), "--backend", "interp", "--deriv", "rev", "--time-limit", "8",
+            "--budget", "0.5", "--out", str(tmp_path / "out")]
     done = subprocess.run([sys.executable, "-c", f"from labrys.cli.main import main; raise SystemExit(main({args!r}))"],
                           capture_output=True, text=True, timeout=600)
     assert done.stderr == "" and done.returncode == 0 and "wrote" in done.stdout
     text = (tmp_path / "out" / "results.md").read_text()
-    assert "reached its time limit (2 s) while timing labrys's objective (interp)" in text
-    assert "| labrys rev (interp) | 1 | — | — |" in text and "Skipped: not run: the run's time limit" in text
+    assert "reached its time limit (8 s) while timing labrys's objective (interp)" in text
+    fast, slow = text.split("## A slow program")
+    assert "| NumPy | 1 | " in fast and "not run" not in fast.split("## Done in time")[1]
+    assert "| labrys rev (interp) | 1 | — | — |" in slow and "Skipped: not run: the run's time limit" in slow
 
 
 def test_cells_after_the_run_time_limit_say_so():

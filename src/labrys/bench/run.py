@@ -89,6 +89,7 @@ class Result:
     rows: list[Row]
     skipped: str = ""                       # why the workload did not run at all
     references: tuple[str, str] = ("", "")  # the rows the objective and the gradient are compared with
+    finished: bool = False                   # every row done (else the run stopped at its time limit)
 
 
 def run(workloads: list[Workload], options: Options, sink: list[Result] | None = None) -> list[Result]:
@@ -132,6 +133,7 @@ def run_workload(workload: Workload, options: Options, sink: list[Result] | None
         _labrys(instance, probes, options, result.rows)
     options.current = ""
     result.references = _compare(result.rows)
+    result.finished = True
     return result
 
 
@@ -139,13 +141,13 @@ def stop_here(results: list[Result], workloads: list[Workload], options: Options
     """Complete the tables of a run stopped at its time limit: every row not measured, and
     every workload not started, says ``why``."""
     for result in results:
-        if result.instance is None:
+        if result.instance is None or result.finished:
             continue
         have = {row.name for row in result.rows}
         result.rows += [Row(name, labrys=name.startswith("labrys"), status=why)
                         for name in expected_rows(result.instance, options) if name not in have]
-        for row in result.rows:
-            if not row.status and (row.gradient is None or (row.objective is None and not row.labrys)):
+        for row in result.rows:  # a peer's row joins when it is done; a labrys row before its gradient is timed
+            if not row.status and row.labrys and row.gradient is None:
                 row.status = why
     started = {r.workload.name for r in results}
     results += [Result(w, None, [], skipped=why) for w in workloads if w.name not in started]
