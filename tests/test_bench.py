@@ -161,6 +161,15 @@ def test_sampling_stops_before_the_budget_is_overrun(monkeypatch):
     assert value == 7 and result.runs == 2 and clock[0] == 3.0 and "2 of 10 samples" in result.note
 
 
+def test_a_probe_times_a_second_call_after_a_first_that_compiled(monkeypatch):
+    clock, costs = [0.0], [30.0, 0.5]  # the first call compiles for half a minute
+
+    def call():
+        clock[0] += costs.pop(0) if costs else 0.5
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: clock[0])
+    assert timing.probe(call, budget=10.0) == (0.5, 29.5)
+
+
 def _timed(median: float) -> Timing:
     return Timing(median, 3, median)
 

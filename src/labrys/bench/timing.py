@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 MIN_SAMPLE = 0.02  # seconds one timed batch should last at least
+COMPILE_CAP = 120.0  # seconds a first call at a probe size may take (compiling) and still be followed by a timed one
 
 
 @dataclass
@@ -48,11 +49,13 @@ class Timing:
 
 def probe(fn: Callable[[], Any], budget: float) -> tuple[float, float]:
     """(seconds per call, one-off overhead) of ``fn`` at a small size: its first
-    call, and a second one unless the first already took the whole budget."""
+    call, which carries compiling (Numba compiles at a function's first call, and
+    a cold cache makes that take many seconds), and a second one unless the first
+    took longer than both the budget and ``COMPILE_CAP``."""
     start = time.perf_counter()
     fn()
     first = time.perf_counter() - start
-    if first >= budget:
+    if first >= max(budget, COMPILE_CAP):
         return first, 0.0
     start = time.perf_counter()
     fn()
