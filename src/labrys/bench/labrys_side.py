@@ -5,11 +5,23 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import weakref
 from typing import Any, Callable
 
 from ..api import Module, load
 from ..errors import LabrysError
 from .suite import LabrysProgram
+
+# The final reverse algorithm of each paper, which ``labrys bench`` runs by default
+# (Note [Bounded time] in labrys.bench.run): Knossos's reverse mode and its split
+# form (Ellis et al.), Krawiec et al.'s Delta tape, Smeding & Vákár's dual-numbers
+# reverse mode on a tape, and Vákár & Smeding's CHAD.  ``--deriv all`` adds the
+# intermediate steps (deltarev1, deltarev2, dualrev1…5, procrev).
+FINAL = ("rev", "sufrev", "deltarev", "dualrevtape", "chadrev")
+
+# (module → {(derivation, wrt): derived function}): derived and compiled once per
+# module, for the probe sizes and the full size alike
+_DERIVED: "weakref.WeakKeyDictionary[Module, dict]" = weakref.WeakKeyDictionary()
 
 
 def available_backends() -> list[str]:
@@ -52,7 +64,11 @@ def gradient(module: Module, program: LabrysProgram, derivation: str, pick: Call
     from ..ad import REGISTRY
 
     wrt = program.wrt if program.wrt and REGISTRY.get(derivation).activity else None
-    back = module.derive(derivation, program.function, wrt=wrt)
+    derived = _DERIVED.setdefault(module, {})
+    key = (derivation, program.function, wrt)
+    if key not in derived:
+        derived[key] = module.derive(derivation, program.function, wrt=wrt)
+    back = derived[key]
     args = program.args[0] if len(program.args) == 1 else program.args
     read = (lambda g: g) if wrt else program.pick
 

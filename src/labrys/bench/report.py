@@ -1,5 +1,6 @@
-"""The benchmark's outputs: ``results.md`` (the machine, the issue-6 targets, one
-table per workload) and a PNG chart per workload (when matplotlib is installed)."""
+"""The benchmark's outputs: ``results.md`` (the machine, the summary of
+:mod:`labrys.bench.summary`, one table per workload), ``summary.md`` (what
+README shows) and a PNG chart per workload (when matplotlib is installed)."""
 from __future__ import annotations
 
 import datetime
@@ -9,8 +10,10 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-from .run import LIMIT, TOLERANCE, Options, Result, Row
-from .timing import Timing, seconds
+from . import summary
+from .run import TOLERANCE, Options, Result, Row
+from .threads import threads_note
+from .timing import seconds
 
 PACKAGES = ("labrys", "numpy", "jax", "jaxlib", "torch", "autograd", "matplotlib")
 
@@ -60,19 +63,14 @@ def _commit() -> str:
         return "unknown"
 
 
-def cell(t: Timing | None) -> str:
-    if t is None:
-        return "—"
-    if t.interrupted:
-        return f"> {seconds(t.median)}"
-    return f"≈ {seconds(t.median)} (est.)" if t.estimated else seconds(t.median)
+cell = summary.cell
 
 
 def _ratio(row: Row) -> str:
     r = row.ratio
-    if r is None or row.gradient.interrupted or row.objective.interrupted:
+    if r is None:
         return "—"
-    return f"≈ {r:.2g}" if row.gradient.estimated or row.objective.estimated else _factor(r)
+    return f"≈ {r:.2g}" if row.gradient.estimated or row.objective.estimated else summary.factor(r)
 
 
 def _diff(row: Row, result: Result) -> str:
@@ -93,73 +91,18 @@ def workload_table(result: Result) -> list[str]:
         return lines + [f"Skipped: {result.skipped}", ""]
     obj_ref, grad_ref = result.references
     lines += [f"`{w.name}`: {inst.size}. Compared with: objective {obj_ref or '—'}, gradient {grad_ref or '—'}.",
-              "", "| implementation | objective | gradient | gradient / objective | compile | max rel. diff | note |",
-              "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+              "", "| implementation | threads | objective | gradient | gradient / objective | compile | max rel. diff "
+              "| note |",
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     for row in result.rows:
         note = row.status or row.note
-        lines.append(f"| {row.name} | {cell(row.objective)} | {cell(row.gradient)} | {_ratio(row)} | "
+        lines.append(f"| {row.name} | {row.threads} | {cell(row.objective)} | {cell(row.gradient)} | {_ratio(row)} | "
                      f"{seconds(row.compile) if row.compile is not None else '—'} | {_diff(row, result)} | {note} |")
+    setup = next((r.setup for r in result.rows if r.labrys and r.setup is not None), None)
+    if setup is not None:
+        lines += ["", f"labrys's objective compiled in {seconds(setup)} (load, type-check, compile, first call beyond "
+                      f"a later one); each gradient row's *compile* is its own (derive, compile, first calls)."]
     return lines + [""]
-
-
-def _best(result: Result, what: str, backend: str | None = None) -> Row | None:
-    """The fastest labrys row for ``what``, measured rows before estimated ones."""
-    rows = [r for r in result.rows if r.labrys and getattr(r, what) is not None and not r.status
-            and (backend is None or r.backend == backend)]
-
-    def key(r: Row) -> tuple:
-        t = getattr(r, what)
-        return t.estimated or t.interrupted, t.median
-    return min(rows, key=key, default=None)
-
-
-def _factor(x: float) -> str:
-    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
-
-
-def _label(row: Row, what: str) -> str:
-    """A row's name; a labrys objective belongs to the backend, not to a derivation."""
-    return f"labrys ({row.backend})" if what == "objective" and row.labrys else row.name
-
-
-def _peer(result: Result, name: str) -> Row | None:
-    return next((r for r in result.rows if r.name == name and not r.status), None)
-
-
-def targets(results: list[Result]) -> list[str]:
-    """Issue 6's three targets, as measured here: the best labrys row against the peer."""
-    lines = ["| target | workload | labrys (best row) | against | ratio | met? |",
-             "| --- | --- | --- | --- | ---: | --- |"]
-
-    def line(target: str, result: Result, row: Row | None, what: str, other: Row | None, limit: float,
-             other_what: str | None = None) -> None:
-        if row is None or other is None:
-            missing = "no labrys row" if row is None else "peer not run"
-            lines.append(f"| {target} | {result.workload.name} | — | — | — | not measured ({missing}) |")
-            return
-        mine, theirs = getattr(row, what), getattr(other, other_what or what)
-        ratio = mine.median / theirs.median
-        approx = "> " if mine.interrupted else "≈ " if mine.estimated or theirs.estimated else ""
-        verdict = "met" if ratio <= limit else f"missed by {_factor(ratio / limit)}×"
-        lines.append(f"| {target} | {result.workload.name} | {_label(row, what)}: {cell(mine)} | "
-                     f"{_label(other, other_what or what)}: "
-                     f"{cell(theirs)} | {approx}{_factor(ratio)} | {verdict} |")
-
-    for result in results:
-        if result.instance is None:
-            continue
-        compiled = _best(result, "objective", "compiled")
-        line("objective ≤ 2× NumPy (compiled backend)", result, compiled or _best(result, "objective"),
-             "objective", _peer(result, "NumPy"), 2.0)
-    for result in results:
-        if result.instance is None or not {"gmm", "lstm"} & set(result.workload.groups):
-            continue
-        best = _best(result, "gradient")
-        line("gradient / objective ≤ 4", result, best, "gradient", best, 4.0, "objective")
-        if result.workload.name in ("gmm_d10_K25", "lstm_l2_c1024"):
-            for peer in ("JAX (jit)", "PyTorch"):
-                line(f"gradient faster than {peer}", result, best, "gradient", _peer(result, peer), 1.0)
-    return lines
 
 
 def table1_per_unit(results: list[Result]) -> list[str]:
@@ -174,37 +117,61 @@ def table1_per_unit(results: list[Result]) -> list[str]:
 
         def per(row: Row | None) -> str:
             return seconds(row.gradient.median / n) if row and row.gradient else "—"  # noqa: B023 (called now)
-        best = _best(r, "gradient")
+        best = summary.best(r)
         lines.append(f"| {r.workload.name} | {unit} | {r.workload.paper['TH']} µs | {r.workload.paper['ad']} µs | "
-                     f"{per(best)} ({best.name if best else '—'}) | {per(_peer(r, 'JAX (jit)'))} | "
-                     f"{per(_peer(r, 'PyTorch'))} |")
+                     f"{per(best)} ({best.name if best else '—'}) | {per(summary.peer(r, 'JAX (jit)'))} | "
+                     f"{per(summary.peer(r, 'PyTorch'))} |")
     return lines
 
 
 def _threads(options: Options) -> str:
     if options.threads <= 0:
-        return "The peers use their frameworks' default threads."
-    return (f"The peers run on {options.threads} thread{'s' * (options.threads != 1)} (PyTorch's "
-            f"set_num_threads, XLA's Eigen pool), as labrys and Smeding & Vákár's Table 1 do (`--threads 0` for "
-            f"the frameworks' defaults; on this shared 2-core machine PyTorch's two OpenMP threads made "
-            f"GMM 20× slower, JAX's made it about 2× faster).")
+        return "The main rows' peers use their frameworks' default threads. " + threads_note()
+    return (f"The main rows' peers run on {options.threads} thread{'s' * (options.threads != 1)} (PyTorch's "
+            f"set_num_threads, XLA's Eigen pool); the rows marked *· default threads* are the same code at the "
+            f"frameworks' default threads, timed in a child process (XLA fixes its threads when JAX is "
+            f"imported). " + threads_note())
 
 
-def markdown(results: list[Result], options: Options, command: str) -> str:
+def intro(options: Options, command: str) -> list[str]:
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = ["# labrys benchmarks", "", f"Made by `{command}` on {now}.", ""] + machine() + [
+    return [f"Made by `{command}` on {now}.", ""] + machine()
+
+
+def summary_markdown(results: list[Result], options: Options, command: str, cut: str = "") -> str:
+    """What README shows: the machine, one line per workload, the targets, every algorithm's ratio."""
+    lines = intro(options, command) + ([f"- **{cut}**"] if cut else []) + [
+        "", "Median per call, one process (labrys and the peers at 1 thread; *default threads*: JAX's and "
+        "PyTorch's own, in a child process). *Compile*: labrys's objective (load, type-check, first call) + all "
+        "its gradients (derive, compile, first calls). ≈: estimated from smaller sizes, not run. "
+        "Full tables: `benchmarks/results/results.md`.", ""] + summary.overview(results) + [
+        "", "Issue 15's targets (the best labrys row):", ""] + summary.targets(results)
+    per_algorithm = summary.algorithms(results)
+    if per_algorithm:
+        lines += ["", "Gradient / labrys objective, per reverse algorithm (compiled backend unless named):", ""]
+        lines += per_algorithm
+    return "\n".join(lines) + "\n"
+
+
+def markdown(results: list[Result], options: Options, command: str, cut: str = "") -> str:
+    lines = ["# labrys benchmarks", ""] + intro(options, command) + ([f"- **{cut}**"] if cut else []) + [
         "",
         f"Times are per call: the median of up to {options.repeat} samples after a warm-up call, all in one "
         f"process (calls of microseconds are timed in batches). Each cell (one implementation's objective "
-        f"or gradient) has a budget of {options.budget:g} s: it stops sampling when the budget is spent, and "
+        f"or gradient) has a budget of {options.budget:g} s: no sample starts that would end past it, and "
         f"a labrys cell whose call is estimated (from runs at two smaller sizes) to exceed the budget is not run "
-        f"and shows the estimate, marked ≈ … (est.); a labrys cell still running after {LIMIT:g}× the budget is "
-        f"interrupted and shows > that time. *Compile* is the one-off cost: setup (labrys: load, "
-        f"type-check, derive; JAX: tracing) plus what each first call took beyond a later one. *Max rel. diff* "
+        f"and shows the estimate, marked ≈ … (est.). Nothing is interrupted: a cell not started before the run's "
+        f"time limit says so. *Compile* is the one-off cost, not counted in the budget: setup (labrys: derive "
+        f"and compile the gradient; the objective's load, type-check and compile are the line under each table; "
+        f"JAX: tracing) plus what the first calls took beyond a later one. *Max rel. diff* "
         f"is max |a − b| / max |b| over the objective and the gradient, against the first row that has them; "
-        f"✗ marks a difference above {TOLERANCE:g}. labrys's reverse derivative returns the cotangent of every "
-        f"argument (the GMM data points and the LSTM state too); the peers differentiate only what ADBench asks "
-        f"for. {_threads(options)}", "", "## Issue 6 targets", ""] + targets(results) + [""]
+        f"✗ marks a difference above {TOLERANCE:g}. Where a workload names the parameters the peers "
+        f"differentiate, labrys's derivations that take `wrt` compute only those cotangents; the others "
+        f"compute every argument's. {_threads(options)}", "", "## Summary", ""] + summary.overview(results) + [
+        "", "## Issue 15 targets", ""] + summary.targets(results) + [""]
+    per_algorithm = summary.algorithms(results)
+    if per_algorithm:
+        lines += ["## Gradient / objective per reverse algorithm", ""] + per_algorithm + [""]
     per_unit = table1_per_unit(results)
     if per_unit:
         lines += ["## Table 1 of Smeding & Vákár, per unit of n", "",
@@ -234,14 +201,14 @@ def charts(results: list[Result], out: Path) -> list[Path]:
             for i, r in enumerate(rows):
                 t = getattr(r, what)
                 if t is not None:
-                    guess = t.estimated or t.interrupted
+                    guess = t.estimated
                     ax.barh(i + (k - 0.5) * 0.4, t.median, 0.4, color=colour, hatch="//" if guess else None,
                             alpha=0.5 if guess else 1.0, label=label)
                     label = None
         ax.set_yticks(range(len(rows)), [r.name for r in rows])
         ax.invert_yaxis()
         ax.set_xscale("log")
-        ax.set_xlabel("seconds per call (log scale; hatched: not run, estimated or interrupted)")
+        ax.set_xlabel("seconds per call (log scale; hatched: not run, estimated)")
         ax.set_title(f"{result.workload.name}: {result.instance.size}", fontsize=10)
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
         fig.tight_layout()

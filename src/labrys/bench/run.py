@@ -1,5 +1,24 @@
 """Run workloads: every implementation of each, timed in this one process,
-and every result compared with a reference."""
+and every result compared with a reference.
+
+Note [Bounded time]
+~~~~~~~~~~~~~~~~~~~
+What made a full run long: every (derivation, backend) cell compiling its
+own code, and the interpreter's minutes-long calls.  So by default only the
+compiled backend and the final reverse algorithms run
+(``labrys_side.FINAL``; ``--backend``/``--deriv`` add the others); a
+module is loaded once per (program, backend) for all its cells, and a
+derived function once per (module, derivation), reused by the probe runs
+and the full-size run (the compiled backend's disk cache keeps the machine
+code between runs).  Compiling is timed on its own and reported, never
+counted against a cell's budget.  A labrys cell is first run at the
+workload's smaller sizes and skipped, with the estimate shown, if the
+full-size call would exceed the budget; sampling stops before the budget
+is overrun (Note [Timing]).  Nothing is interrupted asynchronously (Note [No
+asynchronous interruption]); instead the whole run has a deadline
+(``Options.deadline``): cells not started by then are marked "not run"
+with the reason, so the table is complete, and the run ends.
+"""
 from __future__ import annotations
 
 import logging
@@ -11,27 +30,29 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
+from ..context import set_threads
 from ..errors import LabrysError
 from . import labrys_side
 from .suite import Impl, Instance, Unavailable, Workload, data_folder, relative_difference
-from .timing import CellTimeout, Timing, seconds, time_calls, with_time_limit
+from .timing import Timing, seconds, time_calls
 from .timing import probe as probe_call
 
 TOLERANCE = 1e-6  # a larger relative difference from the reference marks the row as wrong
-LIMIT = 2.0       # a labrys cell is interrupted after LIMIT × its budget
 
 
 @dataclass
 class Options:
     repeat: int = 5
-    budget: float = 60.0                 # seconds per cell (one implementation's objective, or gradient)
-    limit: float | None = None           # seconds after which a labrys cell is interrupted (LIMIT × budget)
+    budget: float = 10.0                 # seconds per cell (one implementation's objective, or gradient)
     quick: bool = False
-    backends: list[str] | None = None    # None: every available backend
+    backends: list[str] | None = None    # None: the compiled backend (["all"]: every available one)
     peers: list[str] | None = None       # None: every peer of the workload
-    derivations: list[str] | None = None  # None: every reverse derivation
+    derivations: list[str] | None = None  # None: the final reverse algorithms (["all"]: every one)
     data: Path | None = None
     threads: int = 1                     # threads for the peers (0: each framework's default)
+    labrys: bool = True                  # False: the peers only
+    current: str = ""                    # the cell being timed, for a run stopped at its time limit
+    deadline: float | None = None        # time.monotonic() after which no cell starts (Note [Bounded time])
     progress: Callable[[str], None] = logging.getLogger("labrys.bench").info  # the CLI shows a progress line
 
 
@@ -42,10 +63,12 @@ class Row:
     backend: str = ""            # labrys rows: the backend (the objective's owner)
     objective: Timing | None = None
     gradient: Timing | None = None
-    compile: float | None = None  # setup (load, derive, trace) + the first calls' overhead
+    compile: float | None = None  # setup (derive, trace) + the first calls' overhead
+    setup: float | None = None    # labrys: the objective's compile (load, type-check, first calls), shared by its rows
     diff: float | None = None     # max relative difference from the reference (objective and gradient)
     reference: bool = False
     status: str = ""             # why there are no numbers: "not installed", "does not accept …", "error: …"
+    threads: str = "1"           # the threads it ran on: "1", or "2 (default)" (labrys.bench.threads)
     note: str = ""
     values: list[Any] = field(default_factory=lambda: [None, None], repr=False)  # objective, gradient
 
@@ -67,15 +90,19 @@ class Result:
     rows: list[Row]
     skipped: str = ""                       # why the workload did not run at all
     references: tuple[str, str] = ("", "")  # the rows the objective and the gradient are compared with
+    finished: bool = False                   # every row done (else the run stopped at its time limit)
 
 
-def run(workloads: list[Workload], options: Options) -> list[Result]:
+def run(workloads: list[Workload], options: Options, sink: list[Result] | None = None) -> list[Result]:
+    """Run the workloads in turn; each Result joins ``sink`` (when given) as soon as it starts,
+    so that a run stopped at its time limit can still report what it has (``labrys.bench.bench``)."""
     limit_threads(options.threads)
-    return [run_workload(w, options) for w in workloads]
+    set_threads(1)  # the main rows' labrys; every core in the child's (labrys.bench.threads)
+    return [run_workload(w, options, sink) for w in workloads]
 
 
 def limit_threads(threads: int) -> None:
-    """Ask the peers for ``threads`` threads (labrys uses one).  PyTorch reads
+    """Ask the peers for ``threads`` threads (labrys uses one: ``run``).  PyTorch reads
     $LABRYS_BENCH_THREADS (frameworks.py); XLA takes flags before JAX is imported."""
     if threads <= 0:
         return
@@ -84,19 +111,56 @@ def limit_threads(threads: int) -> None:
         os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 
 
-def run_workload(workload: Workload, options: Options) -> Result:
+def run_workload(workload: Workload, options: Options, sink: list[Result] | None = None) -> Result:
     data = data_folder(options.data)
     try:
         instance = workload.make(data, "quick" if options.quick else "full")
-        probes = None if options.quick else (workload.make(data, "probe"), workload.make(data, "quick"))
+        smaller = ("probe", "probe") if options.quick else ("probe", "quick")
+        probes = (workload.make(data, smaller[0]), workload.make(data, smaller[1]))
     except Unavailable as exc:
         options.progress(f"{workload.name}: skipped: {exc}")
-        return Result(workload, None, [], skipped=str(exc))
+        result = Result(workload, None, [], skipped=str(exc))
+        if sink is not None:
+            sink.append(result)
+        return result
     options.progress(f"{workload.name} ({instance.size})")
-    rows = [_peer(name, factory, options) for name, factory in instance.peers.items()
-            if options.peers is None or name in options.peers]
-    rows += _labrys(instance, probes, options)
-    return Result(workload, instance, rows, references=_compare(rows))
+    result = Result(workload, instance, [])
+    if sink is not None:
+        sink.append(result)
+    for name, factory in instance.peers.items():
+        if options.peers is None or name in options.peers:
+            options.current = f"{name} on {workload.name}"
+            result.rows.append(_peer(name, factory, options))
+    if options.labrys:
+        _labrys(instance, probes, options, result.rows)
+    options.current = ""
+    result.references = _compare(result.rows)
+    result.finished = True
+    return result
+
+
+def stop_here(results: list[Result], workloads: list[Workload], options: Options, why: str) -> None:
+    """Complete the tables of a run stopped at its time limit: every row not measured, and
+    every workload not started, says ``why``."""
+    for result in results:
+        if result.instance is None or result.finished:
+            continue
+        have = {row.name for row in result.rows}
+        result.rows += [Row(name, labrys=name.startswith("labrys"), status=why)
+                        for name in expected_rows(result.instance, options) if name not in have]
+        for row in result.rows:  # a peer's row joins when it is done; a labrys row before its gradient is timed
+            if not row.status and row.labrys and row.gradient is None:
+                row.status = why
+    started = {r.workload.name for r in results}
+    results += [Result(w, None, [], skipped=why) for w in workloads if w.name not in started]
+
+
+def expected_rows(instance: Instance, options: Options) -> list[str]:
+    """The names of the rows a workload's table will have (for a run stopped before it finished)."""
+    names = [name for name in instance.peers if options.peers is None or name in options.peers]
+    if options.labrys:
+        names += [f"labrys {d} ({b})" for b in backends(options) for d, _ in derivations(options)]
+    return names
 
 
 def _peer(name: str, factory: Callable[[], Impl], options: Options) -> Row:
@@ -112,21 +176,38 @@ def _peer(name: str, factory: Callable[[], Impl], options: Options) -> Row:
         row.status = f"error: {_message(exc)}"
         return row
     row.compile = time.perf_counter() - start
+    if _late(row, options):
+        return row
     objective = _time(row, "objective", impl.objective, options)
     if objective is not None and impl.gradient is not None:
         if objective.runs == 0:  # the objective alone used up the budget: its gradient costs more
-            row.note = "gradient not run: the objective alone exceeded the budget"
+            row.note = "; ".join(filter(None, [row.note, "gradient not run: the objective alone exceeded the budget"]))
         else:
             _time(row, "gradient", impl.gradient, options)
     return row
 
 
-def _labrys(instance: Instance, probes: tuple[Instance, Instance] | None, options: Options) -> list[Row]:
-    """One row per (derivation, backend); a backend's objective is timed once, for all its rows."""
-    rows = []
-    derivations = [(d, pick) for d, pick in labrys_side.reverse_derivations()
-                   if options.derivations is None or d in options.derivations]
-    for backend in options.backends or labrys_side.available_backends():
+def backends(options: Options) -> list[str]:
+    chosen = options.backends or ["compiled"]
+    return labrys_side.available_backends() if chosen == ["all"] else chosen
+
+
+def derivations(options: Options) -> list[tuple[str, Callable[[Any], Any]]]:
+    every = labrys_side.reverse_derivations()
+    if options.derivations == ["all"]:
+        return every
+    chosen = options.derivations or list(labrys_side.FINAL)
+    known = {name for name, _ in every}
+    unknown = [d for d in options.derivations or () if d not in known]  # the defaults: those registered
+    if unknown:
+        raise LabrysError(f"no reverse derivation {', '.join(unknown)}; known: {', '.join(sorted(known))} (or all)")
+    return [(d, pick) for d, pick in every if d in chosen]
+
+
+def _labrys(instance: Instance, probes: tuple[Instance, Instance] | None, options: Options, rows: list[Row]) -> None:
+    """One row per (derivation, backend), added to ``rows``; a backend's objective is timed
+    once, for all its rows."""
+    for backend in backends(options):
         shared = Row(f"labrys ({backend})", labrys=True, backend=backend)
         start = time.perf_counter()
         try:
@@ -136,41 +217,42 @@ def _labrys(instance: Instance, probes: tuple[Instance, Instance] | None, option
             rows.append(shared)
             continue
         shared.compile = time.perf_counter() - start
+        options.current = f"labrys's objective ({backend})"
         _labrys_cell(shared, "objective", partial(labrys_side.objective, module), instance, probes, options)
-        for derivation, pick in derivations:
+        for derivation, pick in derivations(options):
             row = Row(f"labrys {derivation} ({backend})", labrys=True, backend=backend, objective=shared.objective,
-                      compile=shared.compile, status=shared.status, note=shared.note,
+                      compile=0.0, setup=shared.compile, status=shared.status, note=shared.note,
                       values=[shared.values[0], None])
             rows.append(row)
             if row.status:
                 continue
+            options.current = f"the gradient of {row.name}"
             try:
                 gradient = partial(_gradient_of, module, derivation, pick)
                 _labrys_cell(row, "gradient", gradient, instance, probes, options)
             except LabrysError as exc:  # deriving failed: this algorithm does not take the program
                 row.status = f"does not accept the program: {_message(exc)}"
-    return rows
+                options.progress(f"  {row.name}: {row.status}")
+
+
+def _late(row: Row, options: Options) -> bool:
+    """Past the run's deadline: mark the row "not run" (Note [Bounded time])."""
+    if options.deadline is None or time.monotonic() < options.deadline:
+        return False
+    row.status = row.status or "not run: the run's time limit (--time-limit) was reached before this cell"
+    return True
 
 
 def _labrys_cell(row: Row, what: str, prepare: Callable[[Any], Callable[[], Any]], instance: Instance,
                  probes: tuple[Instance, Instance] | None, options: Options) -> None:
     """Prepare (load, derive: compile time), estimate the call from the probes, then time it
-    unless the estimate exceeds the budget (the cell then shows the estimate).  All of it
-    is stopped at the time limit."""
-    limit = options.limit or LIMIT * options.budget
-    try:
-        with_time_limit(lambda: _prepare_and_time(row, what, prepare, instance, probes, options), limit)
-    except CellTimeout:
-        setattr(row, what, Timing(limit, 0, limit, interrupted=True))
-        row.note = "; ".join(filter(None, [row.note, f"{what} interrupted after {limit:g} s"]))
-        options.progress(f"  {row.name} {what}: interrupted after {limit:g} s")
-
-
-def _prepare_and_time(row: Row, what: str, prepare: Callable[[Any], Callable[[], Any]], instance: Instance,
-                      probes: tuple[Instance, Instance] | None, options: Options) -> None:
+    unless the estimate exceeds the budget (the cell then shows the estimate)."""
+    if _late(row, options):
+        return
+    options.progress(f"  {row.name} {what}: deriving, compiling, timing …")
     start = time.perf_counter()
     fn = prepare(instance.labrys)
-    row.compile += time.perf_counter() - start
+    row.compile = (row.compile or 0.0) + time.perf_counter() - start
     if probes is not None:
         try:
             estimate, overhead = _estimate(prepare, instance, probes, options.budget)

@@ -6,22 +6,31 @@ The first call is timed on its own: it carries tracing, JIT compilation and
 cache filling, so it is reported as part of the compile time, never in the
 median.  Calls that take microseconds are run in batches (like ``timeit``'s
 autorange) so that one sample lasts at least ``MIN_SAMPLE`` seconds and the
-clock's resolution does not matter; the median is per call.  A cell stops
-taking samples when its budget is spent, and says how many it took.
+clock's resolution does not matter; the median is per call.  A cell never
+starts a sample that would end past its budget (judged by the samples so
+far), and says how many it took.
+
+Note [No asynchronous interruption]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A cell is never interrupted from outside: an exception raised into a thread
+(``PyThreadState_SetAsyncExc``) arrives wherever that thread next runs
+Python bytecode, which may be a callback of foreign code (XLA's garbage
+collection hook, a ctypes callback of Numba or LLVM), where CPython can only
+print "Exception ignored …" and carry on.  Time is bounded instead by
+checking the clock between calls (here), by estimating a labrys cell from
+runs at smaller sizes before running it at full size (``labrys.bench.run``),
+and by running what must be stoppable in a child process that is killed
+whole (``labrys.bench.threads``).
 """
 from __future__ import annotations
 
-import ctypes
 import statistics
-import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
-
-from ..util.deep import run_deep
+from typing import Any, Callable
 
 MIN_SAMPLE = 0.02  # seconds one timed batch should last at least
-T = TypeVar("T")
+COMPILE_CAP = 120.0  # seconds a first call at a probe size may take (compiling) and still be followed by a timed one
 
 
 @dataclass
@@ -31,7 +40,6 @@ class Timing:
     first: float   # the first call, with its one-off costs
     note: str = ""
     estimated: bool = False    # not run: ``median`` is extrapolated from a smaller size
-    interrupted: bool = False  # stopped at the time limit: ``median`` is a lower bound
 
     @property
     def overhead(self) -> float:
@@ -41,11 +49,13 @@ class Timing:
 
 def probe(fn: Callable[[], Any], budget: float) -> tuple[float, float]:
     """(seconds per call, one-off overhead) of ``fn`` at a small size: its first
-    call, and a second one unless the first already took the whole budget."""
+    call, which carries compiling (Numba compiles at a function's first call, and
+    a cold cache makes that take many seconds), and a second one unless the first
+    took longer than both the budget and ``COMPILE_CAP``."""
     start = time.perf_counter()
     fn()
     first = time.perf_counter() - start
-    if first >= budget:
+    if first >= max(budget, COMPILE_CAP):
         return first, 0.0
     start = time.perf_counter()
     fn()
@@ -63,7 +73,9 @@ def time_calls(fn: Callable[[], Any], repeat: int, budget: float) -> tuple[Timin
         return Timing(first, 0, first, f"1 call only: the first took {first:.0f} s (budget {budget:g} s)"), result
     batch = _batch_size(fn, first)
     samples: list[float] = []
-    while len(samples) < repeat and (not samples or time.perf_counter() - start < budget):
+    while len(samples) < repeat:
+        if samples and time.perf_counter() - start + statistics.median(samples) * batch > budget:
+            break  # the next sample would end past the budget
         t0 = time.perf_counter()
         for _ in range(batch):
             fn()
@@ -90,59 +102,3 @@ def seconds(t: float) -> str:
         if t >= scale:
             return f"{t / scale:.3g} {unit}"
     return f"{t / 1e-9:.3g} ns"
-
-
-class CellTimeout(BaseException):
-    """Raised inside labrys code that ran past its cell's time limit.  A BaseException,
-    so that no ``except Exception`` in the code being timed swallows it."""
-
-
-def with_time_limit(work: Callable[[], T], seconds: float) -> T:
-    """``work()`` on labrys's deep-stack worker thread, interrupted with CellTimeout
-    after ``seconds`` (see Note [Time limits])."""
-    lock = threading.Lock()
-    state = {"active": True, "thread": 0}
-
-    def interrupt() -> None:
-        with lock:
-            if state["active"]:
-                _raise_in(state["thread"], CellTimeout)
-
-    def guarded() -> tuple[bool, Any]:
-        try:
-            try:
-                state["thread"] = threading.get_ident()
-                timer.start()
-                return True, work()
-            finally:
-                with lock:
-                    state["active"] = False
-                timer.cancel()
-                _raise_in(state["thread"], None)  # drop an interruption that has not arrived yet
-        except CellTimeout:
-            return False, None
-    timer = threading.Timer(seconds, interrupt)
-    timer.daemon = True
-    finished, value = run_deep(guarded)
-    if not finished:
-        raise CellTimeout()
-    return value
-
-
-def _raise_in(thread: int, exc: type[BaseException] | None) -> None:
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread), ctypes.py_object(exc) if exc else None)
-
-
-# Note [Time limits]
-# ~~~~~~~~~~~~~~~~~~
-# One configuration (the interpreter on a large input, or an algorithm with a
-# blow-up such as deltarev2 on the LSTM) can take minutes or hours a call, and
-# a Python call cannot be cancelled from outside.  CPython can raise an
-# exception asynchronously in another thread (PyThreadState_SetAsyncExc): it
-# arrives at the thread's next bytecode boundary, so it stops Python code
-# (every backend's generated code and the interpreter) but waits for a long C
-# call (a NumPy or Numba kernel) to return.  The work runs on the deep-stack
-# worker, where labrys's own calls run anyway, and the timer raises into that
-# thread only while ``active``; the worker clears ``active`` under the same lock
-# and then cancels any interruption still in flight, all inside the ``try`` that
-# catches it, so an interruption can never escape into the worker's next job.
