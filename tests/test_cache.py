@@ -506,3 +506,33 @@ def test_an_entry_point_compiled_later_is_recorded_too(tmp_path, monkeypatch, fr
         assert m.function("adder")(2.0)(3.0) == 5.0
         fresh()
     assert not [r for r in log.records if "checksum" in r.getMessage()], log.text
+
+
+WAITER = textwrap.dedent("""
+    import logging, sys
+    import labrys
+    logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="%(message)s")
+    logging.getLogger().handlers[0].addFilter(lambda r: r.name == "labrys.cache")
+    m = labrys.load(sys.argv[1], backend="compiled")
+    print(m.function("f")([1.0, 2.0]))
+""")
+
+
+def test_a_process_waits_while_another_holds_the_cache(tmp_path, monkeypatch, fresh) -> None:
+    """Verifying, compiling and recording are one process's at a time (Note [Compile cache],
+    Concurrency): otherwise one process can find another's helpers entry saved but not yet
+    recorded, call it damage and rebuild it."""
+    import fcntl
+
+    root = cache_folder.prepared(cache_folder.locate()) if use(monkeypatch, tmp_path / "c") else None
+    fd = os.open(root / cache_folder.MARKER, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    child = subprocess.Popen([sys.executable, "-c", WAITER, SRC], env=dict(os.environ, LABRYS_CACHE_DIR=str(root)),
+                             text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        first = child.stderr.readline()  # blocks until the child logs; EOF ('') if it finished unlocked
+    finally:
+        os.close(fd)
+    out, err = child.communicate(timeout=600)
+    assert first.startswith("waiting for another process compiling into"), (first, err)
+    assert (child.returncode, out) == (0, "6.0\n"), err

@@ -33,8 +33,14 @@ reaches the backend (Note [Compiled fallback]): the cache never sends a
 def to ``python``.
 
 Concurrency.  Every file appears whole: ours are written to a temporary
-name and ``os.replace``d, and so are Numba's.  Records written by racing
-processes may disagree with the files; that only costs a rebuild.
+name and ``os.replace``d, and so are Numba's.  A process verifies,
+compiles and records while it holds an exclusive ``flock`` on the folder's
+marker (:func:`_held`): Numba may save code for the shared helpers entry
+whenever a module is compiled, and a process that checked that entry
+between another's save and its record would have found "damage" and
+rebuilt it.  Where there is no ``flock`` (Windows), or when ``clear``
+deletes the marker under a holder, racing records may disagree with the
+files; that only costs a rebuild.
 
 Unwritable.  When the directory cannot be created or written (read-only,
 under a regular file, ``__pycache__`` not writable, a foreign subfolder),
@@ -56,10 +62,10 @@ import platform
 import sys
 import types
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from . import numba_runtime
-from .cache_folder import PYCACHE, locate, prepared, write_atomic
+from .cache_folder import MARKER, PYCACHE, locate, prepared, write_atomic
 
 log = logging.getLogger("labrys.cache")
 
@@ -171,14 +177,18 @@ def compiled_function(text: str, entry: str, argtypes: tuple) -> Any:
     key = entry_key(text)
     if key in _loaded:  # another entry point of a module already loaded (a closure's apply, a heap)
         module, cached = _loaded[key]
-        fn = _compile(module, entry, argtypes)
-        if cached is not None:
+        if cached is None:
+            return _compile(module, entry, argtypes)
+        with _held(cached.root):
+            fn = _compile(module, entry, argtypes)
             _record_new_code(module, cached)
+            _record_new_code(helpers(cached.root), _helpers[cached.root][1])
         return fn
     root = prepared(locate())
     if root is not None:
         try:
-            module, fn = _through(Entry(root, key), text, entry, argtypes)
+            with _held(root):
+                module, fn = _through(Entry(root, key), text, entry, argtypes)
         except NumbaError:
             raise
         except Exception as exc:  # a file vanished or could not be written: not the code's fault
@@ -190,6 +200,26 @@ def compiled_function(text: str, entry: str, argtypes: tuple) -> Any:
     fn = _compile(module, entry, argtypes)
     _loaded[key] = module, None
     return fn
+
+
+@contextlib.contextmanager
+def _held(root: Path) -> Iterator[None]:
+    """The cache folder to this process alone while the block runs (Note [Compile cache], Concurrency)."""
+    try:
+        import fcntl
+        fd = os.open(root / MARKER, os.O_RDONLY)
+    except (ImportError, OSError):  # no flock here, or a clear removed the marker: unlocked
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.debug("waiting for another process compiling into %s", root)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # and the lock with it
 
 
 def _through(entry: Entry, text: str, name: str, argtypes: tuple, retry: bool = True) -> tuple[types.ModuleType, Any]:
