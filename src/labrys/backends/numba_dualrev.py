@@ -69,10 +69,7 @@ def native(table, name: str, t: TLam, env: tuple[Type, ...], call: Callable[[str
         return table.by_key[key]
     table.used = True
     table.apply_of(t)
-    heap = None
-    if env:
-        heap = len(table.heap)
-        table.heap.append(TTuple(env))
+    heap = table.env_list(TTuple(env)) if env else None
     cand = Candidate(len(table.by_type[t]), t, None, tuple((f"_v{i}", u) for i, u in enumerate(env)), heap, call,
                      applies)
     table.by_key[key] = cand
