@@ -6,9 +6,10 @@ a vector and a scalar — on ``interp``, ``python`` and ``compiled``.  Expectati
 independent of the code under test: Fig. 1's gradient by hand, central finite
 differences, and Krawiec et al.'s ``deltarev`` (another algorithm of the registry).
 
-On ``compiled`` each stage is one module: ``everything`` calls every program, so one
-derivation per stage covers every construct (the stages' modules are the slow part of
-the suite, Note [Staged versions in compiled code]); nothing may fall back to python."""
+On ``compiled`` (tests/test_dualrev_stages_compiled.py) each stage compiles one
+module of a compact program covering the same constructs with vectors in and out;
+with ``LABRYS_EXAMPLES`` set, these programs too.
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -50,7 +51,7 @@ PROGRAMS = """
 ; a matrix input
 (def rows Float ((m : Vec (Vec Float)) (c : Float))
   (sum (map (lam (r : Vec Float) (mul c (mul (sum r) (index 0 r)))) m)))
-; all of them at once: one derivation per stage on compiled
+; all of them at once: one derivation per stage on compiled (LABRYS_EXAMPLES)
 (def everything (Tuple (Vec Float) Float) ((v : Vec Float) (p : Float) (q : Float) (k : Integer))
   (let (b (both v q))
     (tuple (spread v p)
@@ -158,33 +159,6 @@ def test_every_stage_on_unseen_programs(alg, backend, modules, expected):
         if name == "everything":
             continue
         check(m.derive(alg, name)(x, dt), expected[name])
-
-
-@pytest.mark.parametrize("alg", STAGES)
-def test_every_stage_compiled_in_one_module(alg, expected):
-    m = labrys.load(PROGRAMS, backend="compiled")
-    x, dt = CASES["everything"]
-    got = m.derive(alg, "everything")(x, dt)
-    assert m.backend.fallbacks == {}, m.backend.fallbacks
-    assert f"[{alg} everything]" in m.backend.sources  # it ran as generated Numba code
-    check(got, expected["everything"])
-    assert isinstance(got[0], np.ndarray) and got[0].shape == V.shape
-
-
-@pytest.mark.parametrize("alg", ["dualrev1", "dualrev3", "dualrev5"])
-def test_a_matrix_input_compiled(alg, expected):
-    m = labrys.load(PROGRAMS, backend="compiled")
-    x, dt = CASES["rows"]
-    got = m.derive(alg, "rows")(x, dt)
-    assert m.backend.fallbacks == {}, m.backend.fallbacks
-    check(got, expected["rows"])
-    assert got[0].shape == M.shape
-
-
-def test_a_cotangent_of_the_wrong_length_is_an_error():
-    m = labrys.load(PROGRAMS, backend="compiled")
-    with pytest.raises(labrys.LabrysError):
-        m.derive("dualrev5", "spread")((V, 0.9), np.ones(3))
 
 
 # --- op counts (labrys.METER on interp): the blow-up of D¹ and the linear final versions ------------
