@@ -156,7 +156,7 @@ class StagedIOMixin:
             for k in reversed(range(len(dtt.elems))):  # output_parts' order
                 self.seed_each(f"{y}[{k}]", f"{dt}[{k}]", dtt.elems[k], image, seed, e)
         elif isinstance(dtt, TTensor) and dtt.rank == 1 and dtt.elem == FLOAT:
-            self._seed_column(f"{y}[0]", f"{y}[2]", dt, f"{dt}.shape[0]", image, seed)
+            self._seed_staged_column(f"{y}[0]", f"{y}[2]", dt, f"{dt}.shape[0]", image, seed)
         elif is_soa(dtt) and isinstance(dtt.elem, TTuple):
             self.emit(f"if {y}[0] != {dt}[0]:")
             self.indented().emit('raise ValueError("the cotangent\'s shape differs from the output\'s")')
@@ -164,7 +164,7 @@ class StagedIOMixin:
                 if is_constant_tangent(u):
                     continue
                 if u == FLOAT:
-                    self._seed_column(f"{y}[{k + 1}][0]", f"{y}[{k + 1}][2]", f"{dt}[{k + 1}]",
+                    self._seed_staged_column(f"{y}[{k + 1}][0]", f"{y}[{k + 1}][2]", f"{dt}[{k + 1}]",
                                       f"{dt}[{k + 1}].shape[0]", image, seed)
                 else:
                     self.seed_each(f"{y}[{k + 1}]", f"{dt}[{k + 1}]", TTensor(1, u), image, seed, e)
@@ -185,7 +185,7 @@ class StagedIOMixin:
         else:
             raise Unsupported(f"a staged dualrev version's output cotangent of type {dtt}", e.span)
 
-    def _seed_column(self, n: str, img: str, dt: str, m: str, image: Type, seed: Seed) -> None:
+    def _seed_staged_column(self, n: str, img: str, dt: str, m: str, image: Type, seed: Seed) -> None:
         i = self.mod.fresh("i")
         self.emit(f"if {n} != {m}:")
         self.indented().emit('raise ValueError("the cotangent\'s shape differs from the output\'s")')
