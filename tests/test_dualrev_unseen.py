@@ -175,6 +175,7 @@ def shared_chain(n: int) -> str:
     return f"(def chain{n} Float (c0 : Float) (let ({lets}) c{n}))"
 
 
+@pytest.mark.filterwarnings("ignore:labrys.METER counts")
 def test_dualrev1_doubles_its_work_with_every_link_of_a_shared_chain():
     """D¹ re-runs a backpropagator once per use: each link used twice doubles the work
     (Smeding & Vákár §5.4); dualrev's work grows by a constant per link."""
