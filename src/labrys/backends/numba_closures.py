@@ -22,11 +22,12 @@ their own type (``compose``, a central difference ``deriv``, every
 backpropagator of dual-numbers reverse mode), so a value holding its
 environment would need a recursive type, which Numba's tuples cannot be.
 Instead every value of every function type is the pair ``(tag, slot)`` of
-int64, and the environments live in a *heap*: one typed list per candidate
-that captures something, of tuples of the captured values (closures inside
-them are again pairs).  Making a closure appends its environment and takes
-the index; applying it reads it back.  Values are immutable, so the heap
-only grows, and it lives as long as one call from Python: the entry is
+int64, and the environments live in a *heap*: typed lists of tuples of the
+captured values (closures inside them are again pairs), one list per type of
+environment, shared by the candidates that capture values of that type (the
+tag says whose a slot is).  Making a closure appends its environment and takes
+the index; applying it reads it back.  Values are immutable, so the heap only
+grows, and it lives as long as one call from Python: the entry is
 given a fresh heap (:mod:`labrys.backends.closure_boundary`), and a closure
 returned to Python keeps the heap it points into.  A lambda that captures
 nothing, and ``(fn f)``, need no slot (``(tag, 0)``).
@@ -151,6 +152,7 @@ class ClosureTable:
         self._env_types: set[TLam] = set()  # function types captured by candidates
         self.used = False
         self.records: dict[Type, int] = {}  # a recursive function's BOG records: their list (.numba_bogs)
+        self._env_lists: dict[TTuple, int] = {}  # captured values' type -> its list of the heap
 
     def records_of(self, t: Type) -> int:
         """The heap's list of BOG records of type t (Note [Recursive BOGs] in labrys.ad.bog_types)."""
@@ -159,6 +161,16 @@ class ClosureTable:
             self.records[t] = len(self.heap)
             self.heap.append(t)
         return self.records[t]
+
+    def env_list(self, t: TTuple) -> int:
+        """The heap's list of environments of type t, shared by every candidate whose captured
+        values have that type: a slot is unique within its list and the tag says which
+        candidate's it is, and the heap's type (which every generated function takes, and
+        Numba types again in each) has one list per environment type, not one per lambda."""
+        if t not in self._env_lists:
+            self._env_lists[t] = len(self.heap)
+            self.heap.append(t)
+        return self._env_lists[t]
 
     # --- candidates ---------------------------------------------------------------
 
@@ -180,10 +192,7 @@ class ClosureTable:
         if isinstance(node, ir.FnRef):
             return self._function(key, node, t)
         env = captured(node)
-        heap = None
-        if env:
-            heap = len(self.heap)
-            self.heap.append(TTuple(tuple(ty for _, ty in env)))
+        heap = self.env_list(TTuple(tuple(ty for _, ty in env))) if env else None
         fn = Function(self.mod.fresh("lam"), [])
         scope: dict[str, str] = {}
         fn.params = [self.mod.bind(scope, n) for n, _ in env] + [self.mod.bind(scope, node.var)]

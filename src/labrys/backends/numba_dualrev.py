@@ -37,9 +37,9 @@ from __future__ import annotations
 from typing import Callable
 
 from ..ir import nodes as ir
-from ..ir.types import BOOL, FLOAT, INTEGER, STAGED, STATE, STRING, TLam, TTensor, TTuple, Type
-from ..types.tangent import is_constant_tangent
+from ..ir.types import FLOAT, INTEGER, STAGED, STATE, TLam, TSum, TTensor, TTuple, Type
 from .numba_closures import Candidate, lam_types
+from .numba_dualrev_io import StagedIOMixin, count_reals
 from .numba_tape import NeedsTape
 from .numba_types import Unsupported, holds_data
 
@@ -69,10 +69,7 @@ def native(table, name: str, t: TLam, env: tuple[Type, ...], call: Callable[[str
         return table.by_key[key]
     table.used = True
     table.apply_of(t)
-    heap = None
-    if env:
-        heap = len(table.heap)
-        table.heap.append(TTuple(env))
+    heap = table.env_list(TTuple(env)) if env else None
     cand = Candidate(len(table.by_type[t]), t, None, tuple((f"_v{i}", u) for i, u in enumerate(env)), heap, call,
                      applies)
     table.by_key[key] = cand
@@ -87,24 +84,25 @@ def staged_boundary(d: ir.Def) -> None:
     for what, t in [(f"parameter {p.name}", p.type) for p in d.params] + [("result", d.ret)]:
         if holds_data(t, (STAGED, STATE)):
             raise Unsupported(f"{what} of type {t} (the state of a run of a staged dualrev version)", d.span)
+        if _closure_column(t):  # Note [Closures in a struct of arrays]: built and read inside a run only
+            raise Unsupported(f"{what} of type {t} (a vector of tuples holding functions)", d.span)
 
 
-def _reals(t: Type, span) -> int:
-    """The number of reals of an input (Interleave's a); static: scalars and tuples of them."""
-    if t == FLOAT:
-        return 1
-    if t in (INTEGER, BOOL, STRING):
-        return 0
+def _closure_column(t: Type, in_vec: bool = False) -> bool:
+    if isinstance(t, TLam):
+        return in_vec
     if isinstance(t, TTuple):
-        return sum(_reals(e, span) for e in t.elems)
-    raise Unsupported(f"a staged dualrev version's input of type {t}", span)
+        return any(_closure_column(e, in_vec) for e in t.elems)
+    if isinstance(t, TSum):
+        return _closure_column(t.left, in_vec) or _closure_column(t.right, in_vec)
+    return isinstance(t, TTensor) and not isinstance(t.elem, TLam) and _closure_column(t.elem, True)
 
 
 def _i(n) -> str:
     return f"_np.int64({n})"  # Note [Closure tags are not literals]
 
 
-class StagedMixin:
+class StagedMixin(StagedIOMixin):
     """The rules of the Numba emitter for D¹–D⁵ (Note [Staged versions in compiled code])."""
 
     def staged_call(self, t: str, name: str, args: tuple[ir.Expr, ...], e: ir.Call) -> bool:
@@ -192,71 +190,53 @@ class StagedMixin:
         self.emit(f"{i} = _drt_fresh(_tape)")
         return self._closure(self._runtime("tagged", BP2), [i, f])
 
-    # --- Interleave ----------------------------------------------------------------------
+    # --- Interleave (numba_dualrev_io.py) --------------------------------------------------
 
     def _interleave(self, v: str, x: str, t: Type, e: ir.Call) -> str:
-        a, k = _reals(t, e.span), [0]
         if v != "dr1":
             self.emit("_drt_begin(_tape)")
+        a = self.mod.fresh("a")
+        self.emit(f"{a} = _np.int64({count_reals(x, t, e)})")
+        return self.staged_interleave(v, x, t, a, e)
 
-        def leaf(r: str) -> str:
-            q, k[0] = k[0], k[0] + 1
-            if v == "dr1":
-                return f"({r}, {self._closure(self._runtime('input', BP1), [_i(a), _i(q)])})"
-            i = self.mod.fresh("id")
-            self.emit(f"{i} = _drt_fresh(_tape)")
-            if v in ("dr2", "dr3"):
-                bp = self._closure(self._runtime("input", BP2), [i, _i(a), _i(q)])
-                return f"({r}, {bp})" if v == "dr2" else f"({r}, ({i}, {bp}))"
-            bp = self._closure(self._runtime("input", BP4 if v == "dr4" else BP5), [_i(q) if v == "dr4" else i])
-            return f"({r}, ({i}, {bp}))"
-        return self._walk(x, t, leaf, e)
-
-    def _walk(self, x: str, t: Type, leaf: Callable[[str], str], e: ir.Call) -> str:
-        if t == FLOAT:
-            return leaf(x)
-        if t in (INTEGER, BOOL, STRING):
-            return x
-        if isinstance(t, TTuple):
-            parts = [self._walk(f"{x}[{k}]", u, leaf, e) for k, u in enumerate(t.elems)]
-            return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
-        raise Unsupported(f"a staged dualrev version's input of type {t}", e.span)
+    def input_image(self, v: str, a: str, q: str) -> str:
+        """The image of the input real at position q of c (size a): its backpropagator, from D³ on
+        with its fresh ID."""
+        if v == "dr1":
+            return self._closure(self._runtime("input", BP1), [a, f"_np.int64({q})"])
+        i = self.mod.fresh("id")
+        self.emit(f"{i} = _drt_fresh(_tape)")
+        if v in ("dr2", "dr3"):
+            bp = self._closure(self._runtime("input", BP2), [i, a, f"_np.int64({q})"])
+            return bp if v == "dr2" else f"({i}, {bp})"
+        env = [f"_np.int64({q})"] if v == "dr4" else [i]  # D⁴: c's position, D⁵: the ID
+        return f"({i}, {self._closure(self._runtime('input', BP4 if v == 'dr4' else BP5), env)})"
 
     # --- Deinterleave and the resolve loops --------------------------------------------------
 
-    def _outputs(self, y: str, dt: str, dtt: Type, e: ir.Call, out: list[tuple[str, str]]) -> list[tuple[str, str]]:
-        """(dual part, cotangent) of every real of the output, as ``output_parts`` orders them."""
-        if is_constant_tangent(dtt):
-            return out
-        if dtt == FLOAT:
-            out.append((f"{y}[1]", dt))
-        elif isinstance(dtt, TTuple):
-            for k in reversed(range(len(dtt.elems))):
-                self._outputs(f"{y}[{k}]", f"{dt}[{k}]", dtt.elems[k], e, out)
-        else:
-            raise Unsupported(f"a staged dualrev version's output cotangent of type {dtt}", e.span)
-        return out
-
     def _gradient(self, v: str, xs: list[str], args: tuple[ir.Expr, ...], e: ir.Call) -> str:
         x, y, dt = xs
-        a, h = _reals(args[0].type, e.span), self._hidden()
-        parts = self._outputs(y, dt, args[2].type, e, [])
+        a, h = self.mod.fresh("a"), self._hidden()
+        self.emit(f"{a} = _np.int64({count_reals(x, args[0].type, e)})")
+        image = {"dr1": BP1, "dr2": BP2, "dr3": TTuple((INTEGER, BP2)), "dr4": TTuple((INTEGER, BP4)),
+                 "dr5": TTuple((INTEGER, BP5))}[v]
+
+        def outputs(seed: Callable[[object, str, str], None]) -> None:
+            self.seed_each(y, dt, args[2].type, image, seed, e)
         table = self.mod.closures
         if v == "dr1":
             g = self.mod.fresh("g")
             self.emit(f"{g} = _np.zeros({a})")
-            for bp, z in parts:
-                self.emit(f"{g} = _dr_add_c({g}, {table.apply_of(BP1)}({bp}, {z}, {h}))")
+            outputs(lambda em, bp, z: em.emit(f"{g} = _dr_add_c({g}, {table.apply_of(BP1)}({bp}, {z}, {h}))"))
             return self._read(g, "0", x, args[0].type, e)
         s, key, f, arg = (self.mod.fresh(n) for n in ("s", "key", "f", "x"))
         if v == "dr5":
             base, n = self.mod.fresh("base"), self.mod.fresh("n")
             self.emit(f"{base} = _drt_base(_tape)")
             self.emit(f"{n} = _tape[0][0] - {base}")  # ints[N]: the next free ID
-            self.emit(f"{s} = _dr5_state({a + 1}, {n}, {base})")
+            self.emit(f"{s} = _dr5_state({a} + 1, {n}, {base})")
             apply_bp, apply_upd = table.apply_of(BP5), table.apply_of(UPD5)
-            for bp, z in parts:
-                self.emit(f"{s} = {apply_upd}({apply_bp}({bp}[1], {z}, {h}), {s}, {h})")
+            outputs(lambda em, bp, z: em.emit(f"{s} = {apply_upd}({apply_bp}({bp}[1], {z}, {h}), {s}, {h})"))
             i = self.mod.fresh("i")
             self.emit(f"for {i} in range({n} - 1, 0, -1):")  # ResolveState: IDs i'−1 down to 1
             body = self.indented()
@@ -274,14 +254,12 @@ class StagedMixin:
         else:
             def run(bp: str, z: str) -> str:
                 return f"_drs_plus({table.apply_of(BP2)}({bp}, {z}, {h}), {s})"
-        for bp, z in parts:
-            self.emit(f"{s} = {run(bp if v == 'dr2' else f'{bp}[1]', z)}")
+        outputs(lambda em, bp, z: em.emit(f"{s} = {run(bp if v == 'dr2' else f'{bp}[1]', z)}"))
         self.emit(f"while len({s}[1]) > 0:")  # ResolveStaged: the largest key first
         body = self.indented()
         body.emit(f"{key}, {f}, {arg} = _drs_pop({s})")
         body.emit(f"{s} = {run(f, arg)}")
-        if v != "dr1":
-            self.emit("_drs_end(_tape)")
+        self.emit("_drs_end(_tape)")
         return self._read(f"{s}[0]", "0", x, args[0].type, e)
 
     def _read(self, c: str, first: str, x: str, t: Type, e: ir.Call) -> str:

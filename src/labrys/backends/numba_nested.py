@@ -58,7 +58,7 @@ import numpy as np
 from ..ir import nodes as ir
 from ..ir.types import BOOL, FLOAT, TTensor, TTuple, Type
 from ..values import dense, make_vec
-from .numba_types import COLUMN_DTYPES, soa_leaves, soa_rank
+from .numba_types import COLUMN_DTYPES, layout, soa_leaves, soa_rank
 
 
 def _dtype(e: Type) -> str:
@@ -71,9 +71,10 @@ def columns(t: TTensor) -> list[Type]:
 
 
 def tuple_type(t: Type) -> TTuple:
+    """The element tuple, laid out (Note [Closures in a struct of arrays] in numba_types.py)."""
     while isinstance(t, TTensor):
         t = t.elem
-    return t
+    return layout(t)
 
 
 def _row(et: TTuple, count: str, column: Callable[[tuple[int, ...]], str], path: tuple[int, ...] = ()) -> str:

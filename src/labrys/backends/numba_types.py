@@ -69,10 +69,31 @@ UNIT = TTuple(())  # the tangent of an Integer
 UNITS = TTensor(1, UNIT)  # Vec (Tuple): the tangent of a Vec Integer
 
 
+CLOSURE_PAIR = TTuple((INTEGER, INTEGER))
+
+
+def layout(t: Type) -> Type:
+    """Note [Closures in a struct of arrays]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    A closure value is the pair ``(tag, slot)`` of int64 (Note [Defunctionalisation]
+    in numba_closures.py), so a function-typed component of a vector of tuples
+    (the staged dualrev versions' dual of a ``Vec Float``: ``Vec (Tuple Float
+    (Lam Float c))``, Note [Staged versions in compiled code] in numba_dualrev.py)
+    is laid out as the tuple ``(Tuple Integer Integer)`` is: two int64 columns, and
+    reading element i gives the pair back.  ``layout`` is t with every closure
+    (outside function types) replaced by that pair."""
+    if isinstance(t, TLam):
+        return CLOSURE_PAIR
+    if isinstance(t, TTuple) and any(isinstance(e, (TLam, TTuple)) for e in t.elems):
+        return TTuple(tuple(layout(e) for e in t.elems))
+    return t
+
+
 def components(t: Type) -> tuple[Type, ...]:
     """The columns of a vector of t: a tuple's components; a sum's tag and its two
-    slots, as in its tagged representation (Notes [Compiled sums], [Struct of arrays])."""
-    return (BOOL, t.left, t.right) if isinstance(t, TSum) else t.elems
+    slots, as in its tagged representation (Notes [Compiled sums], [Struct of arrays]);
+    a closure as a pair of int64 (Note [Closures in a struct of arrays])."""
+    return (BOOL, layout(t.left), layout(t.right)) if isinstance(t, TSum) else layout(t).elems
 
 
 def is_soa(t: Type | None) -> bool:
@@ -99,6 +120,7 @@ def soa_rank(t: Type | None) -> int | None:
     r = 0
     while isinstance(t, TTensor) and t.rank == 1:
         t, r = t.elem, r + 1
+    t = layout(t)
     return r if r >= 2 and isinstance(t, TTuple) and t.elems and _flat(t) else None
 
 
@@ -127,6 +149,7 @@ def soa_leaves(t: TTensor) -> list[tuple[tuple[int, ...], Type]]:
     """The columns of a nested struct of arrays: each number's path in the element tuple, and its type."""
     while isinstance(t, TTensor):
         t = t.elem
+    t = layout(t)
     out: list[tuple[tuple[int, ...], Type]] = []
     todo = [((k,), e) for k, e in reversed(list(enumerate(t.elems)))]
     while todo:
