@@ -124,6 +124,16 @@ def _outer(_u, _v):
     return _out
 
 
+def _constrows(_n, _v):
+    """constVec n v of a Vec Float v: an (n, len v) array of copies (labrys.prelude.vectors)."""
+    if _n < 0:
+        raise ValueError("constVec of a negative size")
+    _out = _np.empty((_n, _v.shape[0]))
+    for _i in range(_n):
+        _out[_i, :] = _v
+    return _out
+
+
 def _grow(_a, _used, _need, _hint):
     """_a, or a larger copy of its first _used entries with room for _need (at least _hint
     entries, or twice _a's): Note [Nested struct of arrays] in numba_nested.py."""
@@ -135,7 +145,7 @@ def _grow(_a, _used, _need, _hint):
 
 
 NAMES = ("_idiv", "_checkindex", "_extremum", "_argextremum", "_ranhashdoub", "_shaped", "_digamma",
-         "_grow", "_matvec", "_matvec_t", "_outer") + _tape.NAMES + _contrib.NAMES + _staged.NAMES
+         "_grow", "_matvec", "_matvec_t", "_outer", "_constrows") + _tape.NAMES + _contrib.NAMES + _staged.NAMES
 
 
 def source() -> str:

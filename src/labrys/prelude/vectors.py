@@ -162,7 +162,8 @@ def _const_vec_impl(t: Type) -> Callable:
 
 primitive("constVec", _const_vec_type, _const_vec_impl,
           "(constVec n x): n copies of x (n an N-tuple: a Tensor N).", structural=True,
-          numba=lambda xs, types, res: f"_np.full({xs[0]}, {xs[1]})" if types == [INTEGER, FLOAT] else None,
+          numba=lambda xs, types, res: f"_np.full({xs[0]}, {xs[1]})" if types == [INTEGER, FLOAT] else
+          f"_constrows({xs[0]}, {xs[1]})" if types == [INTEGER, TTensor(1, FLOAT)] else None,
           fwd=lambda a, d, t, y: C("constVec", a[0], d[1]),
           rev=lambda a, r, t, y: (zero_tangent(a[0], t[0]), C("sum", r)))
 
