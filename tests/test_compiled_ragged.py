@@ -117,3 +117,21 @@ def test_vectors_example_prints_no_note():
     assert run.returncode == 0, run.stderr
     assert "note" not in run.stderr
     assert "triangle = [[0.0], [10.0, 11.0], [20.0, 21.0, 22.0]], row sums = [0.0, 21.0, 63.0]" in run.stdout
+
+
+SQ = """
+(def sq Float (m : Vec (Vec Float))
+  (sumbuild (size m) (lam (i : Integer) (let (r (index i m))
+    (sumbuild (size r) (lam (j : Integer) (mul (index j r) (index j r))))))))
+"""
+
+
+def test_the_gradient_of_a_ragged_argument_compiles(caplog):
+    """[rev sq] of a ragged m: 2 m, row by row (hand-derived); its ts_sumbuild of row one-hots
+    is one flat column added into segment by segment."""
+    m = labrys.load(SQ, backend="compiled")
+    with caplog.at_level(logging.INFO, logger="labrys"):
+        grad = m.derive("rev", "sq")(RAGGED, 1.0)
+    quiet(caplog)
+    assert [list(r) for r in grad] == [[2.0], [4.0, 6.0], [], [8.0, 10.0, 12.0]]
+    same(grad, labrys.load(SQ, backend="python").derive("rev", "sq")(RAGGED, 1.0))

@@ -85,7 +85,7 @@ import numpy as np
 from ..ir import nodes as ir
 from ..ir.types import BOOL, FLOAT, TTensor, TTuple, Type
 from ..values import dense, make_vec
-from .numba_types import COLUMN_DTYPES, soa_leaves, soa_rank
+from .numba_types import COLUMN_DTYPES, Unsupported, soa_leaves, soa_rank
 
 
 def _dtype(e: Type) -> str:
@@ -192,6 +192,35 @@ class NestedMixin:
         else:
             parts = [f"{v}[2][{a}:{b} + 1]", *(f"{v}[{d}]" for d in range(3, r + k))]
             self.emit(f"{t} = ({b} - {a}, {', '.join(parts)})")
+
+    def nested_ts_sumbuild(self, t: str, n: ir.Expr, lam: ir.Lam, like: ir.Expr, vt: TTensor) -> None:
+        """The reverse of a loop over the rows of a ragged ``Vec (Vec Float)`` (Note [Ragged vectors
+        of numbers]): ``ts_sumbuild n (lam i … (ts_delta like i row)) like`` is one flat column of
+        zeros shaped like ``like``'s, each term's row added into its segment in place."""
+        from .numba_tangents import SparseSum
+        if soa_rank(vt) != 2 or tuple_type(vt) != FLOAT:
+            raise Unsupported(f"primitive ts_sumbuild of {vt}", lam.span)
+        size, base = self.atom(n), self.atom(like)
+        acc, i = self.mod.fresh("acc"), self.mod.fresh("i")
+        self.emit(f"{acc} = _np.zeros({base}[2].shape[0])")
+        self.emit(f"for {i} in range({size}):")
+        inner = self.indented()
+        inner.env[lam.var] = i
+        body = lam.body
+        while isinstance(body, ir.Let):
+            inner.let_step(body)
+            body = body.body
+        value = inner.sparse_atom(body)
+        if not isinstance(value, SparseSum) or value.base is not None or value.shape != f"{base}.shape" or \
+                any(outside or isinstance(k, tuple) for k, _, outside in value.terms):
+            raise Unsupported(f"primitive ts_sumbuild of {vt} (a term other than a row's one-hot)", lam.span)
+        for k, x, _ in value.terms:
+            j, a, b = self.mod.fresh("i"), self.mod.fresh("a"), self.mod.fresh("b")
+            inner.emit(f"{j} = _checkindex({k}, {base}[0])")
+            inner.emit(f"{a} = {base}[1][{j}]")
+            inner.emit(f"{b} = {base}[1][{j} + 1]")
+            inner.emit(f"{acc}[{a}:{b}] += _shaped({inner.materialise(x)}, {acc}[{a}:{b}])")
+        self.emit(f"{t} = ({base}[0], {base}[1], {acc})")
 
     def nested_build(self, t: str, n: ir.Expr, lam: ir.Lam, vt: TTensor) -> None:
         """Rows (each of rank r − 1) appended one by one (Note [Nested struct of arrays])."""
