@@ -58,6 +58,8 @@ def test_corpus_program_compiles_and_agrees_with_python(name, caplog):
 SUMS = """
 (def pairs (Tuple Float (Vec Float) Integer) ((v : Vec Float) (n : Integer))
   (sumbuild n (lam (i : Integer) (tuple (to_float i) (mul (to_float i) v) (mul i i)))))
+(def units (Tuple (Tuple Float (Tuple)) Float) (n : Integer)
+  (sumbuild n (lam (i : Integer) (tuple (tuple (to_float i) (tuple)) 2.0))))
 """
 
 
@@ -67,6 +69,9 @@ def test_sumbuild_of_tuples_with_a_vector_leaf(caplog):
         s, w, k = m.pairs(np.array([1.0, 2.0]), 4)
     assert not [r for r in caplog.records if "python backend" in r.getMessage()]
     assert s == 6.0 and list(w) == [6.0, 12.0] and k == 14      # Σ i, Σ i·v, Σ i² for i < 4
+    with caplog.at_level(logging.INFO, logger="labrys"):
+        assert m.units(4) == ((6.0, ()), 8.0)                   # a unit leaf (an Integer's tangent) adds nothing
+    assert not [r for r in caplog.records if "python backend" in r.getMessage()]
     with pytest.raises(labrys.LabrysError):    # no vector terms: the interpreter's error
         labrys.load(SUMS, backend="python").pairs(np.array([1.0]), 0)
     with pytest.raises(labrys.LabrysError):

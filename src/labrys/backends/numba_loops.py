@@ -77,17 +77,19 @@ class LoopMixin:
         the first term, so a sumbuild of no terms with one raises, as the interpreter does."""
         from .numba_tangents import leaves, rebuild
         parts = leaves(lam.body.type)
-        if not all(leaf in (FLOAT, INTEGER) or float_tensor(leaf) for _, leaf in parts):
+        unit = TTuple(())  # an Integer's tangent: nothing to add
+        if not all(leaf in (FLOAT, INTEGER, unit) or float_tensor(leaf) for _, leaf in parts):
             raise Unsupported(f"sumbuild of {lam.body.type}", e.span)
-        accs = [self.mod.fresh("acc") for _ in parts]
-        for acc, (_, leaf) in zip(accs, parts):
+        accs = ["()" if leaf == unit else self.mod.fresh("acc") for _, leaf in parts]
+        summed = [(acc, p) for acc, p in zip(accs, parts) if p[1] != unit]
+        for acc, (_, leaf) in summed:
             self.emit(f"{acc} = {'0.0' if leaf == FLOAT else '0' if leaf == INTEGER else _zeros(array_rank(leaf))}")
         i = self.mod.fresh("i")
         self.emit(f"for {i} in range({size}):")
         inner = self.indented()
         inner.emit(f"{inner.mod.bind(inner.env, lam.var)} = {i}")
         x = inner.atom(lam.body)
-        for acc, (path, leaf) in zip(accs, parts):
+        for acc, (path, leaf) in summed:
             if leaf in (FLOAT, INTEGER):
                 inner.emit(f"{acc} += {x}{path}")
                 continue
@@ -95,7 +97,7 @@ class LoopMixin:
             inner.indented().emit(f"{acc} = {x}{path}.copy()")
             inner.emit("else:")
             inner.indented().emit(f"{acc} += _shaped({x}{path}, {acc})")
-        if any(leaf not in (FLOAT, INTEGER) for _, leaf in parts):
+        if any(leaf not in (FLOAT, INTEGER, unit) for _, leaf in parts):
             self.emit(f"if {size} == 0:")
             self.indented().emit('raise ValueError("sumbuild of no vectors")')
         self.emit(f"{t} = {rebuild(lam.body.type, accs)}")
