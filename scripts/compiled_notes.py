@@ -9,14 +9,25 @@ either ``compiled`` or the notes (function: why).
 
     python scripts/compiled_notes.py             # everything
     python scripts/compiled_notes.py --examples  # the examples only
+    python scripts/compiled_notes.py --corpus    # the Knossos corpus only (tests/corpus/knossos)
+
+``--corpus`` loads each program of the Knossos corpus on ``compiled``, runs its
+``main`` if it has one, runs the ``;; ENTRY:`` def on its ``;; ARGS:`` and then,
+for every def, ``[rev f]`` and ``[fwd f]`` (the ENTRY's at its ARGS, any other
+def's at small values made from its parameter types: 0.7 for a Float, 2 for an
+Integer, vectors of 3).  A derivative the program's types do not allow (Knossos
+AD refuses it) or a run-time error of made-up arguments (an index out of range)
+is printed as an error line, not as a note: only notes are fallbacks.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
 import io
+import json
 import logging
 import pathlib
+import re
 import sys
 
 import numpy as np
@@ -95,6 +106,83 @@ def derivations(notes: Notes) -> None:
                 report(f"[{method} {name}] ({label})", notes, error)
 
 
+def corpus(notes: Notes) -> None:
+    from labrys.ir.types import BOOL, FLOAT, INTEGER, TTensor, TTuple
+
+    def value(t, depth: int = 0):
+        """A small argument of type t (Note in the docstring: made up, not the corpus's)."""
+        if t == FLOAT:
+            return 0.7
+        if t == INTEGER:
+            return 2
+        if t == BOOL:
+            return True
+        if isinstance(t, TTuple):
+            return tuple(value(e, depth + 1) for e in t.elems)
+        if isinstance(t, TTensor) and t.elem == FLOAT:
+            return np.linspace(0.3, 0.9, 3 ** t.rank).reshape((3,) * t.rank)
+        if isinstance(t, TTensor) and t.rank == 1:
+            return [value(t.elem, depth + 1) for _ in range(3)]
+        raise ValueError(f"no made-up value of type {t}")
+
+    def ones(t, v):
+        """A (co)tangent of the value v of type t: ones in every Float, () for an Integer or Bool."""
+        if t == FLOAT:
+            return 1.0
+        if t in (INTEGER, BOOL):
+            return ()
+        if isinstance(t, TTuple):
+            return tuple(ones(e, x) for e, x in zip(t.elems, v))
+        if isinstance(t, TTensor) and t.elem == FLOAT:
+            return np.ones_like(np.asarray(v, dtype=float))
+        return [ones(t.elem, x) for x in v]
+
+    for path in sorted((ROOT / "tests" / "corpus" / "knossos").glob("*.ks")):
+        text, label = path.read_text(), f"tests/corpus/knossos/{path.name}"
+        entry = re.search(r"^;; ENTRY: (\S+)", text, re.M)
+        entry_args = re.search(r"^;; ARGS: (.*)$", text, re.M)
+        try:
+            m = labrys.load(str(path), backend="compiled")
+        except Exception as exc:
+            report(label, notes, str(exc).splitlines()[0][:160])
+            continue
+        names = m.names()
+        error = None
+        try:
+            if "main" in names:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    m.main()
+            if entry and entry_args:
+                getattr(m, entry.group(1))(*json.loads(entry_args.group(1)))
+        except Exception as exc:
+            error = str(exc).splitlines()[0][:160]
+        report(f"{label} (load, main, entry)", notes, error)
+        for name in names:
+            if name == "main":
+                continue
+            decl = getattr(m, name).sigs[0].decl
+            params = getattr(decl, "params", None)
+            if params is None or not params:  # an edef, or no parameter: nothing to differentiate
+                continue
+            for method in ("rev", "fwd"):
+                error = None
+                try:
+                    if entry and entry_args and name == entry.group(1):
+                        args = tuple(json.loads(entry_args.group(1)))
+                    else:
+                        args = tuple(value(p.type) for p in params)
+                    x = args[0] if len(args) == 1 else args
+                    d = m.derive(method, name)
+                    if method == "fwd":
+                        dx = tuple(ones(p.type, a) for p, a in zip(params, args))
+                        d(x, dx[0] if len(dx) == 1 else dx)
+                    else:
+                        d(x, ones(decl.ret, getattr(m, name)(*args)))
+                except Exception as exc:
+                    error = str(exc).splitlines()[0][:160]
+                report(f"[{method} {name}] ({label})", notes, error)
+
+
 def tangent(x):
     """A tangent of x: ones in every Float."""
     if isinstance(x, tuple):
@@ -106,12 +194,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--examples", action="store_true", help="only the examples")
     ap.add_argument("--derivations", action="store_true", help="only the derivations")
+    ap.add_argument("--corpus", action="store_true",
+                    help="only the Knossos corpus (tests/corpus/knossos): load, main, rev and fwd of each def")
     args = ap.parse_args()
     notes = Notes()
     log = logging.getLogger("labrys.backends")
     log.addHandler(notes)
     log.setLevel(logging.INFO)
     log.propagate = False
+    if args.corpus:
+        corpus(notes)
+        sys.stdout.flush()
+        return
     if not args.derivations:
         examples(notes)
     if not args.examples:

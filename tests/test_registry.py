@@ -218,9 +218,9 @@ NOT_COMPILED = {  # what still runs on the python backend (docs/backends.md), to
     "$BENCH", "$check", "$ranhashdoub", "Vec_init", "bogOpen", "bogPack", "ccl",
     "dualZip",
     "lmAdd", "lmApply", "lmApplyR", "lmBuild", "lmBuildT", "lmCompose", "lmFold", "lmHCat", "lmHCatV", "lmMake",
-    "lmOne", "lmScale", "lmSumBuild", "lmTranspose", "lmVCat", "lmVCatV", "lmZero", "matvec_T", "nTimes",
-    "outer", "pr", "print", "rfold", "setAt", "shape", "unzip", "buildFromSparse", "buildFromSparseTupled",
-    "dotv", "mul$Mat$Vec",
+    "lmOne", "lmScale", "lmSumBuild", "lmTranspose", "lmVCat", "lmVCatV", "lmZero", "nTimes",
+    "pr", "print", "rfold", "setAt", "shape", "unzip", "buildFromSparse", "buildFromSparseTupled",
+    "dotv",
     # CHAD's dynamic linear layer (closures, append-tree copowers, symbolic zeros): python backend;
     # where its §9 lowering applies (ad/chad_lower.py) the generated code calls none of them
     "chadZero", "chadZeroLike", "chadPlus", "chadOpen", "chadLeft", "chadRight", "chadApp", "chadIndex", "chadOneHot",

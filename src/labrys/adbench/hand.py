@@ -93,9 +93,13 @@ def hand_jacobian(module: Module, data: HandInput, derivation: str = "fwd") -> n
     (3·npts), each sweep running the whole kinematic chain at a similar cost
     (hand1_t26_c100: 26 fwd sweeps 6.5 M operations, 300 rev sweeps 90 M), so
     fwd is the default; rev wins only below about 8 points (test.txt: 1.2 M
-    against 4.5 M)."""
+    against 4.5 M).  A derivation that takes ``wrt`` (activity, docs/activity.md) is asked
+    for θ's cotangent only, [rev hand_objective (wrt theta)]: the model's data (the ragged
+    skinning weights among it) gets no cotangent code, which is also what lets the
+    compiled backend run it whole."""
     alg = algorithm(derivation)
-    derived = module.derive(alg.name, "hand_objective")
+    active = alg.convention.direction != "forward" and getattr(alg, "activity", False)
+    derived = module.derive(alg.name, "hand_objective", wrt=("theta",) if active else None)
     args = data.arguments()
     ntheta, nrows = data.theta.size, 3 * data.points.shape[0]
     primal_type = derived.d.arg_type.elems[0]
@@ -105,7 +109,8 @@ def hand_jacobian(module: Module, data: HandInput, derivation: str = "fwd") -> n
         if alg.convention.direction == "forward":
             columns = [alg.convention.tangent(derived(args, (e,) + zero)) for e in np.eye(ntheta)]
             return np.array([np.ravel(np.array(c, dtype=float)) for c in columns]).T
-        rows = [derived(args, list(e.reshape(-1, 3)))[0] for e in np.eye(nrows)]
+        rows = [derived(args, list(e.reshape(-1, 3))) for e in np.eye(nrows)]
+        rows = rows if active else [r[0] for r in rows]
         return np.array(rows, dtype=float)
     return run_deep(run)
 

@@ -52,7 +52,17 @@ from .numba_soa import nested, soa_from_machine, soa_numba_type, soa_to_machine
 from .numba_source import NumbaModuleSource
 from .numba_sums import sum_from_machine, sum_to_machine
 from .numba_tape import NeedsTape
-from .numba_types import Orchestration, Unsupported, array_rank, is_soa, refusal, soa_rank
+from .numba_types import (
+    Orchestration,
+    Unsupported,
+    array_rank,
+    in_ragged_variant,
+    is_soa,
+    mentions_nest,
+    ragged_variant,
+    refusal,
+    soa_rank,
+)
 from .python import PythonBackend, note
 
 
@@ -105,10 +115,8 @@ def to_machine(t: Type) -> Callable[[Any], Any]:
             rows = [row(x) for x in dense(v)]
             if not rows:
                 return np.zeros((0,) * rank)
-            if any(r.shape != rows[0].shape for r in rows):
-                note(f"a ragged {t} (rows of shapes {sorted({r.shape for r in rows})[:3]}…) has no array form: "
-                     "the python backend takes this call")
-                raise Ragged("ragged")
+            if any(r.shape != rows[0].shape for r in rows):  # the def's ragged variant takes it
+                raise Ragged(f"a ragged {t} (rows of shapes {sorted({r.shape for r in rows})[:3]}…)")
             return np.stack(rows)
         return stack
     if isinstance(t, TSum):
@@ -172,6 +180,9 @@ class CompiledBackend(PythonBackend):
                                                        show_name(d.name))
             return PythonBackend.generate(self, original)
         except Unsupported as why:
+            if not in_ragged_variant() and mentions_nest(original, INTEGER):  # Note [Ragged vectors of numbers]
+                with ragged_variant():
+                    return self.generate(original)
             return self.fall_back(original, f"{refused or why} is not supported by the compiled backend")
         boundary = None
         if mod.closures.crosses:  # Note [Defunctionalisation]: the entry takes this call's heap
@@ -183,7 +194,7 @@ class CompiledBackend(PythonBackend):
             raise
         except Exception as exc:  # Numba refused the generated code (Note [Compiled fallback])
             return self.fall_back(original, f"Numba could not compile it ({refusal(exc)})")
-        self.sources[show_name(d.name)] = text
+        self.sources[show_name(d.name) + (" (ragged)" if in_ragged_variant() else "")] = text
         if boundary and taped:
             if any(lam_types(p.type) for p in d.params) or lam_types(d.ret):
                 return self.fall_back(original, "function values and the BOG of a recursive function in its "
@@ -220,6 +231,21 @@ class CompiledBackend(PythonBackend):
         self.fallbacks[name] = why
         return PythonBackend.generate(self, d)
 
+    def ragged_variant(self, d: ir.Def, exc: Exception) -> Callable[[Any], Any]:
+        """d generated with its vectors of vectors of numbers as nested structs of arrays (Note
+        [Ragged vectors of numbers]), or on python, with a note, if that variant does not compile."""
+        name = show_name(d.name)
+        before = self.fallbacks.pop(name, None)
+        with ragged_variant():
+            variant = self.generate(d)
+        if name in self.fallbacks:
+            if isinstance(exc, Ragged):
+                note(f"{exc} has no array form and {name} does not compile with it as flat columns and "
+                     "offsets: the python backend takes this call")
+        elif before is not None:
+            self.fallbacks[name] = before
+        return variant
+
     def _entry(self, d: ir.Def, compiled: Any, original: ir.Def | None = None, boxes=None) -> Callable[[Any], Any]:
         convert = [to_machine(p.type) for p in d.params]
         slow: list[Callable] = []
@@ -231,7 +257,15 @@ class CompiledBackend(PythonBackend):
         fn = compiled if back is None else (lambda *args: back(compiled(*args)))
         source = original or d
 
-        def on_python(arg: Any) -> Any:  # Note [Compiled fallback]: the interpreter's error
+        ragged: list[Callable] = []
+        rectangular = not in_ragged_variant()
+
+        def on_python(arg: Any, exc: Exception | None = None) -> Any:  # Note [Compiled fallback]
+            if rectangular and (isinstance(exc, Ragged) or str(exc) == "tensor sizes differ" and
+                                isinstance(exc, ValueError) and mentions_nest(source, FLOAT)):
+                if not ragged:  # Note [Ragged vectors of numbers]
+                    ragged.append(self.ragged_variant(source, exc))
+                return ragged[0](arg)
             if not slow:
                 slow.append(PythonBackend.generate(self, source))
             return slow[0](arg)
@@ -247,8 +281,8 @@ class CompiledBackend(PythonBackend):
                         return fn(c(arg))
                     with address_space_window():  # Note [Memory limit], guard 3
                         return fn(c(arg))
-                except (ArithmeticError, LookupError, AssertionError, ValueError, TypeError, MemoryError):
-                    return on_python(arg)
+                except (ArithmeticError, LookupError, AssertionError, ValueError, TypeError, MemoryError) as exc:
+                    return on_python(arg, exc)
             run1.fast = fast
             return run1
 
@@ -258,7 +292,7 @@ class CompiledBackend(PythonBackend):
                     return fn(*[c(x) for c, x in zip(convert, arg)])
                 with address_space_window():
                     return fn(*[c(x) for c, x in zip(convert, arg)])
-            except (ArithmeticError, LookupError, AssertionError, ValueError, TypeError, MemoryError):
-                return on_python(arg)
+            except (ArithmeticError, LookupError, AssertionError, ValueError, TypeError, MemoryError) as exc:
+                return on_python(arg, exc)
         run.fast = fast
         return run

@@ -27,6 +27,8 @@ class LoopMixin:
         rank = len(n.type.elems) if isinstance(n.type, TTuple) else 1
         body_type = lam.body.type
         nested = float_tensor(body_type)
+        if name == "sumbuild" and isinstance(body_type, TTuple) and body_type.elems and rank == 1:
+            return self.tuple_sumbuild(t, size, lam, e)
         if not (body_type in (FLOAT, INTEGER) or nested) or (nested and rank != 1):
             raise Unsupported(f"{name} of {body_type}", e.span)
         if name == "build" and nested:
@@ -68,6 +70,37 @@ class LoopMixin:
         if name == "sumbuild" and float_tensor(body_type):
             self.emit(f"if {size if rank == 1 else ' * '.join(f'{size}[{k}]' for k in range(rank))} == 0:")
             self.indented().emit('raise ValueError("sumbuild of no vectors")')
+
+    def tuple_sumbuild(self, t: str, size: str, lam: ir.Lam, e: ir.Call) -> None:
+        """sumbuild of tuples (of Floats, Integers, Float tensors, at any depth): one accumulator per
+        leaf, added componentwise as the interpreter adds tuples; a tensor leaf starts as a copy of
+        the first term, so a sumbuild of no terms with one raises, as the interpreter does."""
+        from .numba_tangents import leaves, rebuild
+        parts = leaves(lam.body.type)
+        unit = TTuple(())  # an Integer's tangent: nothing to add
+        if not all(leaf in (FLOAT, INTEGER, unit) or float_tensor(leaf) for _, leaf in parts):
+            raise Unsupported(f"sumbuild of {lam.body.type}", e.span)
+        accs = ["()" if leaf == unit else self.mod.fresh("acc") for _, leaf in parts]
+        summed = [(acc, p) for acc, p in zip(accs, parts) if p[1] != unit]
+        for acc, (_, leaf) in summed:
+            self.emit(f"{acc} = {'0.0' if leaf == FLOAT else '0' if leaf == INTEGER else _zeros(array_rank(leaf))}")
+        i = self.mod.fresh("i")
+        self.emit(f"for {i} in range({size}):")
+        inner = self.indented()
+        inner.emit(f"{inner.mod.bind(inner.env, lam.var)} = {i}")
+        x = inner.atom(lam.body)
+        for acc, (path, leaf) in summed:
+            if leaf in (FLOAT, INTEGER):
+                inner.emit(f"{acc} += {x}{path}")
+                continue
+            inner.emit(f"if {i} == 0:")
+            inner.indented().emit(f"{acc} = {x}{path}.copy()")
+            inner.emit("else:")
+            inner.indented().emit(f"{acc} += _shaped({x}{path}, {acc})")
+        if any(leaf not in (FLOAT, INTEGER, unit) for _, leaf in parts):
+            self.emit(f"if {size} == 0:")
+            self.indented().emit('raise ValueError("sumbuild of no vectors")')
+        self.emit(f"{t} = {rebuild(lam.body.type, accs)}")
 
     def sum(self, t: str, v: str, elem: Type) -> None:
         """Sequential, as the interpreter adds; a vector sum is accumulated in place."""

@@ -48,6 +48,33 @@ lengths the offsets say (an empty row is an empty ``Vec``).  Every other
 operation on such a vector (arithmetic, tangent operations) raises
 :class:`Unsupported`: the def runs on ``python`` with a note, never with a
 wrong layout.
+
+Note [Ragged vectors of numbers]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A ``Vec (Vec Float)`` is an (n, m) array (and ``Vec^r Float`` r-D): the fast
+path, with no copy at the boundary.  A ragged one (examples/vectors.ks's
+``triangle``: row i has i + 1 entries) has no array form, so each compiled def
+has a second, *ragged variant*, generated on first need with every
+``Vec^r Float`` and ``Vec^r Integer`` (r ≥ 2) of its module a nested struct of
+arrays whose element is the number itself: one flat column and the offsets,
+
+    Γ ⊢ m : Vec (Vec Float)  ↦  (n : int64, O1 : int64[n + 1], E[N])
+
+so that ``index i m`` is the slice ``E[O1[i]:O1[i + 1]]``, which is exactly a
+``Vec Float``'s representation (a view), and a deeper nest's row is the
+rank − 1 nest as above.  ``build`` of rows appends them (``_grow``).  The
+variant is used when an argument's rows differ in shape (the conversion raises
+:class:`~labrys.backends.compiled.Ragged`) or when the rectangular code's
+build meets rows of different lengths (``tensor sizes differ``, the def
+mentioning such a nest); a rectangular call keeps the array code.  A
+``Vec (Vec Integer)`` has no array form at all, so a def holding one is
+generated as its ragged variant from the start.  Results come back as the
+python backend's: a ``Vec`` of ``Vec Float`` rows (float64 arrays).  What the
+variant does not lower (arithmetic on whole nests, a struct of arrays with a
+nest inside) raises :class:`Unsupported`: that call runs on ``python`` with
+a note naming the ragged argument.  The switch is a context variable
+(:func:`~labrys.backends.numba_types.ragged_variant`) read by ``soa_rank``
+and ``array_rank`` while the variant is generated and its converters made.
 """
 from __future__ import annotations
 
@@ -58,7 +85,7 @@ import numpy as np
 from ..ir import nodes as ir
 from ..ir.types import BOOL, FLOAT, TTensor, TTuple, Type
 from ..values import dense, make_vec
-from .numba_types import COLUMN_DTYPES, layout, soa_leaves, soa_rank
+from .numba_types import COLUMN_DTYPES, Unsupported, layout, soa_leaves, soa_rank
 
 
 def _dtype(e: Type) -> str:
@@ -70,16 +97,18 @@ def columns(t: TTensor) -> list[Type]:
     return [e for _, e in soa_leaves(t)]
 
 
-def tuple_type(t: Type) -> TTuple:
-    """The element tuple, laid out (Note [Closures in a struct of arrays] in numba_types.py)."""
+def tuple_type(t: Type) -> Type:
+    """The element tuple (or number), laid out (Note [Closures in a struct of arrays] in numba_types.py)."""
     while isinstance(t, TTensor):
         t = t.elem
     return layout(t)
 
 
-def _row(et: TTuple, count: str, column: Callable[[tuple[int, ...]], str], path: tuple[int, ...] = ()) -> str:
+def _row(et: Type, count: str, column: Callable[[tuple[int, ...]], str], path: tuple[int, ...] = ()) -> str:
     """The rank-1 struct of arrays of a row (Note [Struct of arrays]): a number's column, a tuple
-    component's own (count, columns…)."""
+    component's own (count, columns…); a row of numbers is its column (Note [Ragged vectors of numbers])."""
+    if not isinstance(et, TTuple):
+        return column(path)
     parts = [count]
     for k, e in enumerate(et.elems):
         parts.append(_row(e, count, column, path + (k,)) if isinstance(e, TTuple) else column(path + (k,)))
@@ -165,10 +194,40 @@ class NestedMixin:
             parts = [f"{v}[2][{a}:{b} + 1]", *(f"{v}[{d}]" for d in range(3, r + k))]
             self.emit(f"{t} = ({b} - {a}, {', '.join(parts)})")
 
+    def nested_ts_sumbuild(self, t: str, n: ir.Expr, lam: ir.Lam, like: ir.Expr, vt: TTensor) -> None:
+        """The reverse of a loop over the rows of a ragged ``Vec (Vec Float)`` (Note [Ragged vectors
+        of numbers]): ``ts_sumbuild n (lam i … (ts_delta like i row)) like`` is one flat column of
+        zeros shaped like ``like``'s, each term's row added into its segment in place."""
+        from .numba_tangents import SparseSum
+        if soa_rank(vt) != 2 or tuple_type(vt) != FLOAT:
+            raise Unsupported(f"primitive ts_sumbuild of {vt}", lam.span)
+        size, base = self.atom(n), self.atom(like)
+        acc, i = self.mod.fresh("acc"), self.mod.fresh("i")
+        self.emit(f"{acc} = _np.zeros({base}[2].shape[0])")
+        self.emit(f"for {i} in range({size}):")
+        inner = self.indented()
+        inner.env[lam.var] = i
+        body = lam.body
+        while isinstance(body, ir.Let):
+            inner.let_step(body)
+            body = body.body
+        value = inner.sparse_atom(body)
+        if not isinstance(value, SparseSum) or value.base is not None or value.shape != f"{base}.shape" or \
+                any(outside or isinstance(k, tuple) for k, _, outside in value.terms):
+            raise Unsupported(f"primitive ts_sumbuild of {vt} (a term other than a row's one-hot)", lam.span)
+        for k, x, _ in value.terms:
+            j, a, b = self.mod.fresh("i"), self.mod.fresh("a"), self.mod.fresh("b")
+            inner.emit(f"{j} = _checkindex({k}, {base}[0])")
+            inner.emit(f"{a} = {base}[1][{j}]")
+            inner.emit(f"{b} = {base}[1][{j} + 1]")
+            inner.emit(f"{acc}[{a}:{b}] += _shaped({inner.materialise(x)}, {acc}[{a}:{b}])")
+        self.emit(f"{t} = ({base}[0], {base}[1], {acc})")
+
     def nested_build(self, t: str, n: ir.Expr, lam: ir.Lam, vt: TTensor) -> None:
         """Rows (each of rank r − 1) appended one by one (Note [Nested struct of arrays])."""
         r, leaves = soa_rank(vt), columns(vt)
         # where the row holds column c: in a rank-1 row, at its path (each step past the row's count)
+        numbers = not isinstance(tuple_type(vt), TTuple)  # Note [Ragged vectors of numbers]
         at = ["".join(f"[{1 + k}]" for k in path) for path, _ in soa_leaves(vt)] if r == 2 else \
             [f"[{r - 1 + c}]" for c in range(len(leaves))]
         size, i = self.atom(n), self.mod.fresh("i")
@@ -190,7 +249,7 @@ class NestedMixin:
         row = inner.atom(lam.body)
         lo, hi = self.mod.fresh("lo"), self.mod.fresh("hi")
         inner.emit(f"{lo} = 0")
-        inner.emit(f"{hi} = {row}[0]")
+        inner.emit(f"{hi} = {row}.shape[0]" if numbers and r == 2 else f"{hi} = {row}[0]")
         left = f"({size} - {i})"
         for d, o in enumerate(levels):  # the row's offsets R[d + 1] become level d + 2's, shifted
             w, src = self.mod.fresh("w"), f"{row}[{d + 1}]"
@@ -216,7 +275,9 @@ def _leaf(e: Type) -> Callable[[Any], Any]:
 
 
 def _fill(et: TTuple, reals: Any) -> tuple:
-    """The element tuple of type et of the column values (an iterator), in order."""
+    """The element tuple of type et of the column values (an iterator), in order (a number: the next)."""
+    if not isinstance(et, TTuple):
+        return next(reals)
     return tuple(_fill(e, reals) if isinstance(e, TTuple) else next(reals) for e in et.elems)
 
 
@@ -281,7 +342,9 @@ def fast_nested(t: TTensor) -> Callable[[Any], tuple | None]:
     r, leaves, et = soa_rank(t), soa_leaves(t), tuple_type(t)
     dtypes = {FLOAT: np.float64, BOOL: np.bool_}
 
-    def shaped(x: Any, u: TTuple) -> bool:
+    def shaped(x: Any, u: Type) -> bool:
+        if not isinstance(u, TTuple):  # a nest of numbers: each column value is checked below
+            return True
         return type(x) is tuple and len(x) == len(u.elems) and \
             all(shaped(y, e) for y, e in zip(x, u.elems) if isinstance(e, TTuple))
 

@@ -90,6 +90,50 @@ def _digamma(_x):
     return _acc + _np.log(_x) - 0.5 / _x - _series
 
 
+def _matvec(_m, _v):
+    """M v for a float64 matrix (Tensor 2 Float, or a rectangular Vec (Vec Float)) and vector, as
+    labrys.prelude.arith's mul; a size mismatch raises (the python backend then reports it)."""
+    if _m.shape[1] != _v.shape[0]:
+        raise ValueError("mul: matrix and vector sizes differ")
+    _out = _np.zeros(_m.shape[0])
+    for _i in range(_m.shape[0]):
+        _acc = 0.0
+        for _j in range(_m.shape[1]):
+            _acc += _m[_i, _j] * _v[_j]
+        _out[_i] = _acc
+    return _out
+
+
+def _matvec_t(_m, _r):
+    """Mᵀ r (matvec_T: the reverse of mul of a matrix and a vector)."""
+    if _m.shape[0] != _r.shape[0]:
+        raise ValueError("matvec_T: matrix and vector sizes differ")
+    _out = _np.zeros(_m.shape[1])
+    for _i in range(_m.shape[0]):
+        for _j in range(_m.shape[1]):
+            _out[_j] += _m[_i, _j] * _r[_i]
+    return _out
+
+
+def _outer(_u, _v):
+    """u vᵀ as a Tensor 2 Float (outer)."""
+    _out = _np.empty((_u.shape[0], _v.shape[0]))
+    for _i in range(_u.shape[0]):
+        for _j in range(_v.shape[0]):
+            _out[_i, _j] = _u[_i] * _v[_j]
+    return _out
+
+
+def _constrows(_n, _v):
+    """constVec n v of a Vec Float v: an (n, len v) array of copies (labrys.prelude.vectors)."""
+    if _n < 0:
+        raise ValueError("constVec of a negative size")
+    _out = _np.empty((_n, _v.shape[0]))
+    for _i in range(_n):
+        _out[_i, :] = _v
+    return _out
+
+
 def _grow(_a, _used, _need, _hint):
     """_a, or a larger copy of its first _used entries with room for _need (at least _hint
     entries, or twice _a's): Note [Nested struct of arrays] in numba_nested.py."""
@@ -101,7 +145,7 @@ def _grow(_a, _used, _need, _hint):
 
 
 NAMES = ("_idiv", "_checkindex", "_extremum", "_argextremum", "_ranhashdoub", "_shaped", "_digamma",
-         "_grow") + _tape.NAMES + _contrib.NAMES + _staged.NAMES
+         "_grow", "_matvec", "_matvec_t", "_outer", "_constrows") + _tape.NAMES + _contrib.NAMES + _staged.NAMES
 
 
 def source() -> str:

@@ -141,6 +141,8 @@ class SoaMixin(NestedMixin):
             self.nested_index(t, self.atom(args[0]), self.atom(args[1]), args[1].type)
         elif name == "build" and isinstance(args[1], ir.Lam) and soa_matrix(e.type) and args[0].type == INTEGER:
             self.nested_build(t, args[0], args[1], e.type)
+        elif name == "ts_sumbuild" and isinstance(args[1], ir.Lam) and soa_matrix(e.type) and args[0].type == INTEGER:
+            self.nested_ts_sumbuild(t, args[0], args[1], args[2], e.type)  # Note [Ragged vectors of numbers]
         elif name == "size" and is_soa(args[0].type):
             self.emit(f"{t} = {self.atom(args[0])}[0]")
         elif name == "index" and is_soa(args[1].type):

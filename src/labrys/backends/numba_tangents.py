@@ -238,6 +238,11 @@ class TangentMixin:
             case ir.Call("ts_delta", ir.Tuple((v, i, x))) if v.type.rank == 1:
                 like = self.atom(v)
                 return SparseSum(f"{like}.shape", [(self.atom(i), self.atom(x), False)])
+            case ir.Call("ts_delta", ir.Tuple((v, i, x))) if v.type.elem == FLOAT and i.type == \
+                    TTuple((INTEGER,) * v.type.rank):  # a Tensor N Float at an N-tuple index
+                like, at = self.atom(v), self.atom(i)
+                return SparseSum(f"{like}.shape", [(tuple(f"{at}[{d}]" for d in range(v.type.rank)),
+                                                    self.atom(x), False)])
             case ir.Call("deltaVec", ir.Tuple((n, i, x))) if n.type == INTEGER:
                 size = self.atom(n)
                 return SparseSum(f"({size},)", [(self.atom(i), self.atom(x), True)])
@@ -267,7 +272,10 @@ class TangentMixin:
 
     def add_terms(self, acc: str, value: SparseSum) -> None:
         for i, x, may_be_outside in value.terms:
-            if may_be_outside:   # Note [deltaVec outside its size]
+            if isinstance(i, tuple):  # a Tensor N's element (ts_delta at an N-tuple index)
+                at = ", ".join(f"_checkindex({c}, {acc}.shape[{d}])" for d, c in enumerate(i))
+                self.emit(f"{acc}[{at}] {_op(acc)} {x}")
+            elif may_be_outside:   # Note [deltaVec outside its size]
                 self.emit(f"if 0 <= {i} < {acc}.shape[0]:")
                 self.emit(f"    {acc}[{i}] {_op(acc)} {x}")
             else:

@@ -3,7 +3,12 @@ representation (Notes [Compiled sums], [Struct of arrays]) and the reason a
 def is not compiled (:class:`Unsupported`), shared by the generator's modules."""
 from __future__ import annotations
 
+import contextlib
+from contextvars import ContextVar
+from typing import Iterator
+
 from ..errors import Span
+from ..ir.traverse import nodes
 from ..ir.types import BOOL, CONTRIB, DELTA, FLOAT, INTEGER, STAGED, STATE, STRING, TLam, TSum, TTensor, TTuple, Type
 
 MAX_TYPE_DEPTH = 32  # Numba's typing of nested tuples is superlinear in their depth
@@ -45,6 +50,44 @@ def closure_vec(t: Type | None) -> bool:
     return isinstance(t, TTensor) and t.rank == 1 and isinstance(t.elem, TLam)
 
 
+_RAGGED: ContextVar[bool] = ContextVar("labrys_ragged", default=False)
+
+
+@contextlib.contextmanager
+def ragged_variant() -> Iterator[None]:
+    """Note [Ragged vectors of numbers] (numba_nested.py): while generating (and converting for) a
+    def's ragged variant, every ``Vec (Vec … Float)`` is a nested struct of arrays, not an N-D array."""
+    token = _RAGGED.set(True)
+    try:
+        yield
+    finally:
+        _RAGGED.reset(token)
+
+
+def in_ragged_variant() -> bool:
+    return _RAGGED.get()
+
+
+def _number_nest(t: Type) -> bool:
+    """``Vec (Vec … N)`` of a number N, two or more vectors deep."""
+    return isinstance(t, TTensor) and t.rank == 1 and isinstance(t.elem, TTensor) and soa_rank(t) is not None
+
+
+def mentions_nest(d, number: Type) -> bool:
+    """Does a type of d's parameters, result or body hold a ``Vec (Vec … number)``?"""
+    def holds(t: Type) -> bool:
+        if isinstance(t, TTuple):
+            return any(holds(e) for e in t.elems)
+        if isinstance(t, TTensor) and t.rank == 1 and isinstance(t.elem, TTensor) and t.elem.rank == 1:
+            e = t.elem
+            while isinstance(e, TTensor) and e.rank == 1:
+                e = e.elem
+            return e == number or holds(e)
+        return isinstance(t, TTensor) and holds(t.elem)
+    return any(holds(p.type) for p in d.params) or holds(d.ret) or \
+        any(holds(getattr(x, "type", None)) for x in nodes(d.body))
+
+
 def int_array(t: Type) -> bool:
     """``Tensor N Integer``: an int64 array (no arithmetic on it is compiled)."""
     return isinstance(t, TTensor) and t.elem == INTEGER
@@ -57,6 +100,8 @@ def array_rank(t: Type) -> int | None:
         return None
     if t.elem == FLOAT:
         return t.rank
+    if _RAGGED.get() and _number_nest(t):  # Note [Ragged vectors of numbers]
+        return None
     inner = array_rank(t.elem)
     return None if inner is None or t.rank != 1 else inner + 1
 
@@ -120,6 +165,8 @@ def soa_rank(t: Type | None) -> int | None:
     r = 0
     while isinstance(t, TTensor) and t.rank == 1:
         t, r = t.elem, r + 1
+    if r >= 2 and t in (FLOAT, INTEGER) and _RAGGED.get():  # Note [Ragged vectors of numbers]
+        return r
     t = layout(t)
     return r if r >= 2 and isinstance(t, TTuple) and t.elems and _flat(t) else None
 
@@ -150,6 +197,8 @@ def soa_leaves(t: TTensor) -> list[tuple[tuple[int, ...], Type]]:
     while isinstance(t, TTensor):
         t = t.elem
     t = layout(t)
+    if not isinstance(t, TTuple):  # a nest of numbers: one column (Note [Ragged vectors of numbers])
+        return [((), t)]
     out: list[tuple[tuple[int, ...], Type]] = []
     todo = [((k,), e) for k, e in reversed(list(enumerate(t.elems)))]
     while todo:

@@ -174,6 +174,14 @@ def _infix(op: str) -> Callable:
     return lower
 
 
+def _lower_mul(xs: list[str], types: list[Type], result: Type) -> str:
+    """``*``, or a matrix (Tensor 2 Float / Vec (Vec Float), a 2-D array) times a vector: the
+    compiled backend's ``_matvec`` loop (labrys.backends.numba_runtime)."""
+    if types[0] != types[1] and all(isinstance(t, TTensor) for t in types) and result == TTensor(1, FLOAT):
+        return f"_matvec({xs[0]}, {xs[1]})"
+    return _infix("*")(xs, types, result)
+
+
 def _lower_div(xs: list[str], types: list[Type], result: Type) -> str:
     return f"_idiv({xs[0]}, {xs[1]})" if types == [INTEGER, INTEGER] else _infix("/")(xs, types, result)
 
@@ -299,7 +307,7 @@ def _mul_rev(a, r, t, res):
 primitive("mul", _mul_type, _mul_impl,
           "Product; elementwise on tensors/tuples; Float times a tensor scales it; "
           "a matrix (Tensor 2 Float or Vec (Vec Float)) times a Vec Float is matrix-vector product.",
-          cost=_mul_cost, foldable=True, elementwise="mul", numba=_infix("*"),
+          cost=_mul_cost, foldable=True, elementwise="mul", numba=_lower_mul,
           fwd=componentwise(_mul_fwd), rev=componentwise_rev(_mul_rev),
           jacobian=lambda a: C("lmHCat", C("lmScale", a[0], a[1]), C("lmScale", a[1], a[0])))
 

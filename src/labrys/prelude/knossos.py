@@ -235,5 +235,6 @@ def _mat_vec_impl(t: Type):
 
 primitive("mul$Mat$Vec", lambda t: TTensor(1, FLOAT) if args_of(t, 2) == _MAT_VEC else None, _mat_vec_impl,
           "(mul$Mat$Vec M v): matrix (a vector of rows) times vector (the Knossos runtime's name for mul).",
+          numba=lambda xs, types, res: f"_matvec({xs[0]}, {xs[1]})",
           fwd=lambda a, d, t, y: C("ts_add", C("mul$Mat$Vec", d[0], a[1]), C("mul$Mat$Vec", a[0], d[1])),
           rev=lambda a, r, t, y: (outer_like(t[0], r, a[1]), C("matvec_T", a[0], r)))

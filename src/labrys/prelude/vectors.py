@@ -162,7 +162,8 @@ def _const_vec_impl(t: Type) -> Callable:
 
 primitive("constVec", _const_vec_type, _const_vec_impl,
           "(constVec n x): n copies of x (n an N-tuple: a Tensor N).", structural=True,
-          numba=lambda xs, types, res: f"_np.full({xs[0]}, {xs[1]})" if types == [INTEGER, FLOAT] else None,
+          numba=lambda xs, types, res: f"_np.full({xs[0]}, {xs[1]})" if types == [INTEGER, FLOAT] else
+          f"_constrows({xs[0]}, {xs[1]})" if types == [INTEGER, TTensor(1, FLOAT)] else None,
           fwd=lambda a, d, t, y: C("constVec", a[0], d[1]),
           rev=lambda a, r, t, y: (zero_tangent(a[0], t[0]), C("sum", r)))
 
@@ -270,6 +271,7 @@ def outer_like(matrix: Type, u: Expr, v: Expr) -> Expr:
 primitive("matvec_T", lambda t: TTensor(1, FLOAT) if _matrix_vec_type(t) else None,
           lambda t: spread(lambda m, r: _rows(m).T @ dense(r)),
           "(matvec_T M r): the transpose of M times r (reverse mode of matrix-vector mul).",
+          numba=lambda xs, types, res: f"_matvec_t({xs[0]}, {xs[1]})",
           cost=lambda r, a: numel(a[0]),
           fwd=lambda a, d, t, y: C("add", C("matvec_T", d[0], a[1]), C("matvec_T", a[0], d[1])),
           rev=lambda a, r, t, y: (outer_like(t[0], a[1], r), C("mul", a[0], r)))
@@ -281,6 +283,6 @@ def _outer_type(t: Type) -> Type | None:
 
 
 primitive("outer", _outer_type, lambda t: spread(lambda u, v: np.outer(dense(u), dense(v))),
-          "(outer u v): the matrix u vᵀ (a Tensor 2 Float).",
+          "(outer u v): the matrix u vᵀ (a Tensor 2 Float).", numba=lambda xs, types, res: f"_outer({xs[0]}, {xs[1]})",
           fwd=lambda a, d, t, y: C("add", C("outer", d[0], a[1]), C("outer", a[0], d[1])),
           rev=lambda a, r, t, y: (C("mul", r, a[1]), C("matvec_T", r, a[0])))
