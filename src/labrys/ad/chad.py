@@ -32,7 +32,7 @@ from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.build import C, V, index_type
 from ..ir.names import DerivedName, erase_types, show_name
-from ..ir.traverse import map_bottom_up
+from ..ir.traverse import children, map_bottom_up
 from ..ir.types import TLam, TTuple, has_function
 from ..opt.anf import desugar_for_ad, rename_apart, spread_arguments
 from ..types.checker import check_def
@@ -203,7 +203,25 @@ def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
 LOOP_STEP_LIMIT = 2000
 
 
+_LOOPS = frozenset({"fold", "rfold", "ifold", "build", "sumbuild", "ts_sumbuild"})
+
+
+def _has_loop_and_bound_lambda(e: ir.Expr) -> bool:
+    """Whether e has a loop and a let-bound λ (else there is no loop step to inline: a long let
+    chain is not simplified a second time)."""
+    loop = bound = False
+    stack = [e]
+    while stack and not (loop and bound):
+        x = stack.pop()
+        loop = loop or (isinstance(x, ir.Call) and x.func in _LOOPS)
+        bound = bound or (isinstance(x, ir.Let) and isinstance(x.rhs, ir.Lam))
+        stack.extend(c for c, _ in children(x))
+    return loop and bound
+
+
 def _inline_loop_steps(d: ir.Def, work: Work) -> ir.Def:
+    if not _has_loop_and_bound_lambda(d.body):
+        return d
     try:
         with _no_gc_pauses():
             out = simplify_def(d, work.functions, work.fresh, set(work.notes.get("chad linear", ())),
