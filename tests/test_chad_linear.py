@@ -257,6 +257,7 @@ def test_sparse_row_cotangents_add_repeated_rows():
 
 
 @pytest.mark.parametrize("name, make, sizes", [
+    ("sumsq", lambda rng, n: (rng.normal(size=n),), (64, 512)),
     ("dot", lambda rng, n: (rng.normal(size=n), rng.normal(size=n)), (64, 512)),
     ("matvec", lambda rng, n: (rng.normal(size=(n, n)), rng.normal(size=n)), (8, 64)),
     ("mapped_closure", lambda rng, n: (0.7, rng.normal(size=n)), (64, 512)),

@@ -32,7 +32,7 @@ from ..errors import LabrysError
 from ..ir import nodes as ir
 from ..ir.build import C, V, index_type
 from ..ir.names import DerivedName, erase_types, show_name
-from ..ir.traverse import map_bottom_up
+from ..ir.traverse import children, map_bottom_up
 from ..ir.types import TLam, TTuple, has_function
 from ..opt.anf import desugar_for_ad, rename_apart, spread_arguments
 from ..types.checker import check_def
@@ -156,6 +156,8 @@ def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
             lowered, why = None, f"internal: the lowered term does not type-check ({exc.message})"
         if lowered is not None and why is None:
             why = _not_lowered_because(lowered, work)
+        if why is None:
+            lowered = _inline_loop_steps(lowered, work)
         work.notes["chad lowered"] = why is None
         if why is not None:
             _log.info("CHAD's §9 lowering left %s on the dynamic run time: %s", show_name(d.name), why)
@@ -182,6 +184,69 @@ def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
             Pass("lower", "§9.2's lowering, as the .ks that runs: first-order where the types allow (0 a literal, "
                  "+ as add/ts_add, loops as ifold), else ⊸ as lam, copowers as append-tree lists, 0 symbolic",
                  lower))
+
+
+# Note [Loop steps inlined after lowering]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The lowering of a loop (chad_lower.py) binds the step's translation, y = \p -> (primal,
+# backpropagator), and applies it in the primal loop and in the reverse one.  Left as a
+# let-bound λ, the compiled backend defunctionalises it: every step stores a closure record,
+# every backpropagator call goes through a dispatcher, and a one-hot the backpropagator returns
+# is materialised as a dense vector, since only code inline in a loop body writes it as one
+# element (the compiled backend's Note [Sparse cotangents, compiled]).  In ADBench GMM each
+# step of matvec's inner loop did that, so chadrev cost d³ per point and component instead of
+# d².  So after a def is lowered, the simplifier runs once more with λs of up to
+# LOOP_STEP_LIMIT nodes copied to their uses and β-reduced: the step's primal and its
+# backpropagator's body become the loops' bodies.  This copies code, never work (each
+# application ran the step's body anyway).  If the result is not lowered (a symbolic 0 the
+# rules made), the def as lowered before is kept.
+LOOP_STEP_LIMIT = 2000
+
+
+_LOOPS = frozenset({"fold", "rfold", "ifold", "build", "sumbuild", "ts_sumbuild"})
+
+
+def _has_loop_and_bound_lambda(e: ir.Expr) -> bool:
+    """Whether e has a loop and a let-bound λ (else there is no loop step to inline: a long let
+    chain is not simplified a second time)."""
+    loop = bound = False
+    stack = [e]
+    while stack and not (loop and bound):
+        x = stack.pop()
+        loop = loop or (isinstance(x, ir.Call) and x.func in _LOOPS)
+        bound = bound or (isinstance(x, ir.Let) and isinstance(x.rhs, ir.Lam))
+        stack.extend(c for c, _ in children(x))
+    return loop and bound
+
+
+def _inline_loop_steps(d: ir.Def, work: Work) -> ir.Def:
+    if not _has_loop_and_bound_lambda(d.body):
+        return d
+    try:
+        with _no_gc_pauses():
+            out = simplify_def(d, work.functions, work.fresh, set(work.notes.get("chad linear", ())),
+                               copy_limit=LOOP_STEP_LIMIT)
+            out = check_def(_with_body(out, name_applied_functions(lower_body(out.body, work.fresh, d.span),
+                                                                   work.fresh)), work.functions)
+            out = check_def(_with_body(out, _name_tuple_arguments(out.body, work.fresh)), work.functions)
+    except LabrysError as exc:
+        _log.info("CHAD's loop steps of %s were not inlined (%s)", show_name(d.name), exc.message)
+        return d
+    return d if _not_lowered_because(out, work) is not None else out
+
+
+def _name_tuple_arguments(e: ir.Expr, fresh) -> ir.Expr:
+    """A call's tuple-typed argument that the simplifier left as a compound expression is named
+    and spread into a literal tuple of its parts (the call's arguments), the form the lowering
+    makes: (ts_add (h w)) → (let (a (h w)) (ts_add (get$1$2 a) (get$2$2 a)))."""
+    def rewrite(x: ir.Expr) -> ir.Expr:
+        t = x.arg.type if isinstance(x, ir.Call) else None
+        if isinstance(t, TTuple) and t.elems and not isinstance(x.arg, (ir.Tuple, ir.Var)):
+            a, n = fresh("a"), len(t.elems)
+            parts = ir.Tuple(tuple(ir.Get(k + 1, n, ir.Var(a, type=t), type=s) for k, s in enumerate(t.elems)), type=t)
+            return ir.Let(a, x.arg, ir.Call(x.func, parts, type=x.type, span=x.span), type=x.type, span=x.span)
+        return x
+    return map_bottom_up(e, rewrite)
 
 
 def _not_first_order(d: ir.Def) -> str | None:

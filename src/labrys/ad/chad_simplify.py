@@ -103,14 +103,16 @@ def linear_functions(e: ir.Expr) -> set[str]:
 
 
 @deep
-def simplify_def(d: ir.Def, functions: Functions, fresh: FreshNames, linear: set[str]) -> ir.Def:
+def simplify_def(d: ir.Def, functions: Functions, fresh: FreshNames, linear: set[str],
+                 copy_limit: int = SMALL_LAMBDA) -> ir.Def:
     """App. B's simplifier to a fixed point (at most MAX_SWEEPS sweeps); ``linear`` (the
-    binders of linear λs) is extended with the names of copies it makes."""
+    binders of linear λs) is extended with the names of copies it makes.  A let-bound λ of at
+    most ``copy_limit`` nodes is copied to each use (Note [Loop steps inlined after lowering])."""
     lin_fns = linear_functions(d.body)
     previous = d.body  # sizes are measured only when a sweep changed nothing: one walk, not two a sweep
     for _ in range(MAX_SWEEPS):
         d = check_def(d, functions)
-        sweep = _Sweep(fresh, linear, lin_fns)
+        sweep = _Sweep(fresh, linear, lin_fns, copy_limit)
         body = sweep.go(d.body, {})
         d = ir.Def(d.name, d.ret, d.params, body, span=d.span)
         if not sweep.changed and size(body) >= size(previous):
@@ -120,8 +122,8 @@ def simplify_def(d: ir.Def, functions: Functions, fresh: FreshNames, linear: set
 
 
 class _Sweep:
-    def __init__(self, fresh: FreshNames, linear: set[str], lin_fns: set[str]) -> None:
-        self.fresh, self.linear, self.lin_fns = fresh, linear, lin_fns
+    def __init__(self, fresh: FreshNames, linear: set[str], lin_fns: set[str], copy_limit: int) -> None:
+        self.fresh, self.linear, self.lin_fns, self.copy_limit = fresh, linear, lin_fns, copy_limit
         self.uses: dict[str, int] | None = None     # occurrences, 2 for one under a λ
         self.occurrences: dict[str, int] = {}       # occurrences
         self.splits: set[str] = set()               # the variables letPairSplit split
@@ -195,7 +197,7 @@ class _Sweep:
                 if isinstance(lam.body, ir.Lam) or _ends_in_lam(lam.body):
                     self.curried.add(f)
             return ir.Let(f1, first, ir.Let(f2, second, body(env), type=t), type=t)
-        if isinstance(rhs, ir.Lam) and (n > 1 or self.occurrences.get(x, 0) > 1) and _at_most(rhs, SMALL_LAMBDA):
+        if isinstance(rhs, ir.Lam) and (n > 1 or self.occurrences.get(x, 0) > 1) and _at_most(rhs, self.copy_limit):
             self.changed = True  # 4 letInline of a small λ (a value), copied at each use
             self.copies.add(x)
             self.duplicated(rhs, x)

@@ -262,6 +262,8 @@ class TangentMixin:
         return None
 
     def materialise(self, value) -> str:
+        if isinstance(value, list):  # a tuple literal's parts (sparse_value of ir.Tuple)
+            return "(" + "".join(f"{self.materialise(x)}, " for x in value) + ")"
         if not isinstance(value, SparseSum):
             return value
         t = self.mod.fresh()
