@@ -34,6 +34,7 @@ import contextlib
 import contextvars
 import functools
 import gc
+import os
 import queue
 import sys
 import threading
@@ -126,7 +127,16 @@ def paused_gc():
     finally:
         _paused[0] -= 1
         if _paused[0] == 0:
+            _age_paused_objects()
             gc.enable()
+
+
+def _age_paused_objects() -> None:
+    """Move every object the collector tracks into its oldest generation, without
+    examining any (Note [Ageing what a paused pass made])."""
+    if gc.get_freeze_count() == 0 and os.environ.get("LABRYS_GC_CATCH_UP") is None:  # the user froze nothing
+        gc.freeze()
+        gc.unfreeze()
 
 
 def gc_paused(fn: Callable[..., T]) -> Callable[..., T]:
