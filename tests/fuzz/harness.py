@@ -221,7 +221,11 @@ def _call(m: Any, d: ir.Def, name: Any, types: list[Type], stage: str, text: str
 def run_isolated(text: str, timeout: float = 20.0, **kwargs: Any) -> Outcome:
     """:func:`run_input` in a forked child; over ``timeout`` seconds of CPU time
     is a hang (CPU, not wall time: on a shared machine the wall clock mostly
-    measures the neighbours; ten times ``timeout`` of wall time is the backstop)."""
+    measures the neighbours).  The backstop for a child that stops using CPU
+    (a deadlock, a sleep): after ten times ``timeout`` of wall time, a child that
+    used under 1% of ``timeout`` of CPU in the last ``timeout`` seconds, and any
+    child after a hundred times ``timeout``.  The wall-clock backstop alone called a
+    starved child of a two-line program hung under a load of 10 (the long run, 2026-11)."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: a fresh deep-stack worker, then the pipeline
@@ -242,12 +246,19 @@ def run_isolated(text: str, timeout: float = 20.0, **kwargs: Any) -> Outcome:
     os.close(w)
     import select
 
-    ready, _, _ = select.select([r], [], [], 10 * timeout)
-    if not ready:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        os.close(r)
-        return Outcome("hang", "run", f"no answer within {10 * timeout:g} s")
+    waited, used = 0.0, 0.0
+    while True:  # a child the machine's load starves is not hung: the wall clock waits while it gets CPU
+        ready, _, _ = select.select([r], [], [], timeout)
+        if ready:
+            break
+        waited += timeout
+        now = _cpu_seconds(pid)
+        if waited >= 10 * timeout and (now is None or now - used < 0.01 * timeout or waited >= 100 * timeout):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(r)
+            return Outcome("hang", "run", f"no answer within {waited:g} s (stalled: {used:g} s of CPU)")
+        used = now if now is not None else used
     chunks = []
     while chunk := os.read(r, 1 << 16):
         chunks.append(chunk)
@@ -258,6 +269,15 @@ def run_isolated(text: str, timeout: float = 20.0, **kwargs: Any) -> Outcome:
             return Outcome("hang", "run", f"no answer within {timeout:g} s of CPU time")
         return Outcome("bug", "run", f"the process died (status {status})")
     return Outcome(**json.loads(b"".join(chunks)))
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """CPU seconds a child has used (Linux's /proc; None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 # --- inputs ---------------------------------------------------------------------------

@@ -122,3 +122,12 @@ def test_every_registered_derivation_is_fuzzed():
 
     names = harness.derivations()
     assert set(REGISTRY.names()) <= set(names) and "rev" in names and "dualfwd" in names
+
+
+def test_hang_backstop_reads_cpu_time():
+    """The wall-clock backstop asks how much CPU a child used (Linux: /proc)."""
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("no /proc")
+    spent = sum(i * i for i in range(300_000))  # some CPU of our own
+    assert spent > 0 and harness._cpu_seconds(os.getpid()) > 0
+    assert harness._cpu_seconds(2**22 + 12345) is None  # no such process
