@@ -70,6 +70,9 @@ def main() -> int:
             break
         o = runner(text)
         counts[o.kind] = counts.get(o.kind, 0) + 1
+        if sum(counts.values()) % 10 == 0:
+            print(f"... {sum(counts.values())} inputs ({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})",
+                  flush=True)
         if o.is_bug and o.signature() not in seen:
             small = harness.shrink(text, harness.same_bug(o, runner), budget=150)
             out.mkdir(parents=True, exist_ok=True)
