@@ -7,6 +7,7 @@ the process's peak resident memory after each phase are printed.
     python scripts/depth_phases.py --sizes 10000,100000 --shapes lets,arg_ifs --backends python
     python scripts/depth_phases.py --profile lets 30000 python     # cProfile of one cell, top 30
     python scripts/depth_phases.py --tracemalloc lets 30000 python # what holds the memory at its peak
+    python scripts/depth_phases.py --replot after.json --before before.json --plot phases.png
 """
 from __future__ import annotations
 
@@ -72,6 +73,40 @@ def measure(shape: str, n: int, backend: str, timeout: float) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def plot(results: list[dict], path: str, before: list[dict] | None = None) -> None:
+    """Stacked CPU seconds per phase for every shape and backend (next to the
+    ``before`` measurement of the same cell, hatched, when given)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cells = [r for r in results if "error" not in r]
+    old = {(r["shape"], r["n"], r["backend"]): r for r in before or () if "error" not in r}
+    shown = [p for p in PHASES if p != "read"]  # "parse" reads again (parse_program)
+    fig, ax = plt.subplots(figsize=(max(8, 0.6 * len(cells)), 5))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, r in enumerate(cells):
+        for j, (cell, dx, hatch) in enumerate(((old.get((r["shape"], r["n"], r["backend"])), -0.2, "//"),
+                                               (r, 0.2, None))):
+            if cell is None:
+                continue
+            bottom = 0.0
+            for k, ph in enumerate(shown):
+                h = cell.get(ph, {}).get("cpu", 0.0)
+                ax.bar(i + dx, h, 0.38, bottom=bottom, color=colours[k % len(colours)], hatch=hatch,
+                       label=ph if (i == 0 and j == 1) else None)
+                bottom += h
+    ax.axhline(5.0, color="grey", linestyle=":", label="5 s")
+    ax.set_xticks(range(len(cells)), [f"{r['shape']}\n{r['backend']}" for r in cells], rotation=90, fontsize=7)
+    ax.set_ylabel("CPU seconds (load + first call)")
+    n = sorted({r["n"] for r in cells})
+    ax.set_title(f"Phases at depth {', '.join(map(str, n))}" + (" (hatched: before)" if before else ""))
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cell", nargs=3, metavar=("SHAPE", "N", "BACKEND"), help=argparse.SUPPRESS)
@@ -82,7 +117,14 @@ def main() -> None:
     ap.add_argument("--backends", default=",".join(depth_curve.BACKENDS))
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--json", metavar="FILE")
+    ap.add_argument("--plot", metavar="PNG", help="plot the measurements (with --replot: of a --json file)")
+    ap.add_argument("--replot", metavar="JSON", help="plot a --json file again instead of measuring")
+    ap.add_argument("--before", metavar="JSON", help="an earlier --json file to plot next to it")
     args = ap.parse_args()
+    before = json.load(open(args.before)) if args.before else None
+    if args.replot:
+        plot(json.load(open(args.replot)), args.plot or "depth_phases.png", before)
+        return
     if args.cell:
         shape, n, backend = args.cell
         print(json.dumps(phases(shape, int(n), backend)))
@@ -124,6 +166,8 @@ def main() -> None:
                 if args.json:
                     with open(args.json, "w") as fh:
                         json.dump(results, fh, indent=1)
+    if args.plot:
+        plot(results, args.plot, before)
 
 
 if __name__ == "__main__":

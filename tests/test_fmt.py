@@ -27,7 +27,7 @@ from test_cli import labrys_cli, write
 
 ROOT = Path(__file__).resolve().parent.parent
 KS_FILES = sorted([*ROOT.glob("examples/**/*.ks"), *ROOT.glob("tests/corpus/**/*.ks"),
-                   *ROOT.glob("src/labrys/**/*.ks")])
+                   *ROOT.glob("src/labrys/**/*.ks"), *ROOT.glob("tests/fmt_cases/*.ks")])
 
 
 def comments(text: str) -> list[str]:

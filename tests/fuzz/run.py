@@ -52,12 +52,15 @@ def main() -> int:
     seen: dict[tuple[str, str], Path] = {}
     counts: dict[str, int] = {}
     end = time.monotonic() + args.seconds
+    print(f"fuzz run: seed {args.seed}, backends {','.join(backends)} (again: --seed {args.seed})", flush=True)
 
-    def inputs():
+    def inputs():  # rounds of one mutant of every example and corpus file and 50 random programs, mixed
         while True:
-            for path in harness.EXAMPLES:
-                yield from harness.mutants(path.read_text(encoding="utf-8"), rnd, 4)
-            yield from random_programs(rnd.randrange(1 << 30))
+            batch = [m for path in harness.EXAMPLES + harness.CORPUS
+                     for m in harness.mutants(path.read_text(encoding="utf-8"), rnd, 1)]
+            batch += random_programs(rnd.randrange(1 << 30))
+            rnd.shuffle(batch)
+            yield from batch
 
     def runner(text: str) -> harness.Outcome:
         return harness.run_isolated(text, timeout=args.timeout, backends=backends)
@@ -67,6 +70,9 @@ def main() -> int:
             break
         o = runner(text)
         counts[o.kind] = counts.get(o.kind, 0) + 1
+        if sum(counts.values()) % 10 == 0:
+            print(f"... {sum(counts.values())} inputs ({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})",
+                  flush=True)
         if o.is_bug and o.signature() not in seen:
             small = harness.shrink(text, harness.same_bug(o, runner), budget=150)
             out.mkdir(parents=True, exist_ok=True)

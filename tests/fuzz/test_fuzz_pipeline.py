@@ -2,9 +2,15 @@
 mutants of examples/*.ks and random well-typed programs through parse, fmt,
 check, every backend and every registered derivation, each input in its own
 process; and the shrunk inputs of every bug class it found, as regressions.
-The long run: ``python tests/fuzz/run.py --seconds 3600``."""
+
+Bounded (about a minute of CPU in all, Note [Fuzzing on a budget] in harness.py):
+every derivation runs on `interp` and `python`, a rotating slice of them on
+`compiled`.  Each run draws its own seed (``LABRYS_FUZZ_SEED`` sets it); a
+failure prints it, so ``LABRYS_FUZZ_SEED=N pytest tests/fuzz`` runs the same
+inputs again.  The long run: ``python tests/fuzz/run.py --seconds 3600``."""
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 import sys
@@ -14,18 +20,33 @@ import harness
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import seed as hypothesis_seed
 
 import labrys
 from strategies import text_programs
 
+SEED = int(os.environ.get("LABRYS_FUZZ_SEED") or random.SystemRandom().randrange(1_000_000))
+AGAIN = f"fuzz seed {SEED}; the same inputs again: LABRYS_FUZZ_SEED={SEED} pytest tests/fuzz"
+COMPILED_DERIVATIONS = 2  # derivations per sample that also run on `compiled` (rotated)
 REGRESSIONS = sorted((Path(__file__).parent / "regressions").glob("*.ks"))
+
+
+def _compiled_derivations(text: str) -> set[str]:
+    """The derivations a regression names on its ``; compiled: NAME ...`` line: the
+    bug was on `compiled`, so those run there on every CI run."""
+    return {n for line in text.splitlines() if line.startswith("; compiled:") for n in line.split(":")[1].split()}
 
 
 @pytest.mark.parametrize("path", REGRESSIONS, ids=lambda p: p.stem)
 def test_regression_has_no_bug(path):
+    text = path.read_text(encoding="utf-8")
+    named = _compiled_derivations(text)
+    rotated = harness.rotation(SEED, COMPILED_DERIVATIONS)
+    plan = lambda name, backend: name in named or rotated(name, backend)  # noqa: E731
     for seed in range(2):  # the sampled arguments differ per seed (sizes 0 to 3)
-        out = harness.run_isolated(path.read_text(encoding="utf-8"), timeout=240, seed=seed)
-        assert not out.is_bug, (out.stage, out.detail)
+        backends = ("interp", "python", "compiled") if seed == 0 else ("interp",)
+        out = harness.run_isolated(text, timeout=120, seed=seed, backends=backends, derive_on=plan)
+        assert not out.is_bug, (out.stage, out.detail, AGAIN)
 
 
 def test_derived_code_errors_have_positions():
@@ -49,26 +70,40 @@ def test_dualfwd_tangent_of_another_shape(backend):
     assert info.value.span is not None
 
 
+def _backends(i: int) -> tuple[str, ...]:
+    """Sample ``i``'s backends: `interp`, and `python` or `compiled` in turn."""
+    return ("interp", ("python", "compiled")[(SEED + i) % 2])
+
+
 def test_bounded_mutants():
-    """Mutants of every example through the whole pipeline: no bug, no hang."""
-    rnd = random.Random(17)
+    """A mutant of every example through the whole pipeline: no bug, no hang."""
+    rnd = random.Random(SEED)
     bugs = []
-    for path in harness.EXAMPLES:
+    for i, path in enumerate(harness.EXAMPLES):
         for text in harness.mutants(path.read_text(encoding="utf-8"), rnd, 1):
-            out = harness.run_isolated(text, timeout=120, backends=("interp", "python"), seed=rnd.randrange(99))
+            kw = dict(backends=_backends(i), derive_on=harness.rotation(SEED + i, COMPILED_DERIVATIONS))
+            out = harness.run_isolated(text, timeout=60, seed=rnd.randrange(99), **kw)
             if out.is_bug:
-                small = harness.shrink(text, harness.same_bug(out, lambda t: harness.run_input(
-                    t, backends=("interp", "python"))), budget=60)
+                small = harness.shrink(text, harness.same_bug(out, lambda t, kw=kw: harness.run_isolated(
+                    t, timeout=60, **kw)), budget=60)
                 bugs.append(f"{path.name}: {out.kind} at {out.stage}: {out.detail}\n{small}")
-    assert not bugs, "\n\n".join(bugs)
+    assert not bugs, "\n\n".join(bugs + [AGAIN])
 
 
-@settings(max_examples=12, deadline=None, database=None, suppress_health_check=list(HealthCheck),
-          derandomize=True)  # the same programs on every CI run; the long run (run.py) draws new ones
-@given(text_programs())
-def random_programs_have_no_bug(prog):
-    out = harness.run_input(prog[0])
-    assert not out.is_bug, (out.stage, out.detail, prog[0])
+def random_programs_have_no_bug(run_seed: int, n: int = 12) -> None:
+    """``n`` random programs drawn with ``run_seed``, each on `interp` and one
+    other backend in turn, every derivation (a slice of them on `compiled`)."""
+    count = iter(range(n))
+
+    @settings(max_examples=n, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @hypothesis_seed(run_seed)
+    @given(text_programs())
+    def check(prog):
+        i = next(count, n)
+        out = harness.run_isolated(prog[0], timeout=60, seed=i, backends=_backends(i),
+                                   derive_on=harness.rotation(run_seed + i, COMPILED_DERIVATIONS))
+        assert not out.is_bug, (out.stage, out.detail, prog[0])
+    check()
 
 
 def test_bounded_random_programs():
@@ -76,9 +111,10 @@ def test_bounded_random_programs():
     failed twice and never alone; isolating it keeps CI's verdict about labrys."""
     root = Path(__file__).resolve().parents[2]
     code = ("import sys; sys.path[:0] = ['tests/fuzz', 'tests']; import test_fuzz_pipeline as t; "
-            "t.random_programs_have_no_bug()")
-    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout[-20000:] + done.stderr[-20000:]  # the whole falsifying program
+            f"t.random_programs_have_no_bug({SEED})")
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                          env={**os.environ, "LABRYS_FUZZ_SEED": str(SEED)})
+    assert done.returncode == 0, done.stdout[-20000:] + done.stderr[-20000:] + "\n" + AGAIN  # the whole program
 
 
 def test_every_registered_derivation_is_fuzzed():
@@ -86,3 +122,12 @@ def test_every_registered_derivation_is_fuzzed():
 
     names = harness.derivations()
     assert set(REGISTRY.names()) <= set(names) and "rev" in names and "dualfwd" in names
+
+
+def test_hang_backstop_reads_cpu_time():
+    """The wall-clock backstop asks how much CPU a child used (Linux: /proc)."""
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("no /proc")
+    spent = sum(i * i for i in range(300_000))  # some CPU of our own
+    assert spent > 0 and harness._cpu_seconds(os.getpid()) > 0
+    assert harness._cpu_seconds(2**22 + 12345) is None  # no such process

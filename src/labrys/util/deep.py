@@ -34,6 +34,7 @@ import contextlib
 import contextvars
 import functools
 import gc
+import os
 import queue
 import sys
 import threading
@@ -126,7 +127,30 @@ def paused_gc():
     finally:
         _paused[0] -= 1
         if _paused[0] == 0:
+            _age_paused_objects()
             gc.enable()
+
+
+# Note [Ageing what a paused pass made]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Everything allocated while the collector was paused sits in its youngest
+# generation; re-enabled, the collector would examine all of it at the next
+# young collection and again at the next middle one: on a 10^5-deep program
+# 10-17% of load + first call, mostly IR that can never be cyclic garbage.
+# ``gc.freeze()`` then ``gc.unfreeze()`` moves every tracked object into the
+# oldest generation without examining any (two list splices).  Nothing is
+# leaked: the oldest generation is collected as before, at a full collection,
+# which this does not trigger sooner.  A process that froze objects itself keeps
+# them frozen (the move is skipped), and ``LABRYS_GC_CATCH_UP`` turns it off to
+# measure it.
+
+
+def _age_paused_objects() -> None:
+    """Move every object the collector tracks into its oldest generation, without
+    examining any (Note [Ageing what a paused pass made])."""
+    if gc.get_freeze_count() == 0 and os.environ.get("LABRYS_GC_CATCH_UP") is None:  # the user froze nothing
+        gc.freeze()
+        gc.unfreeze()
 
 
 def gc_paused(fn: Callable[..., T]) -> Callable[..., T]:
