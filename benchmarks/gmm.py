@@ -95,6 +95,10 @@ def make(file: str, points: dict[str, int]):
 
 
 WORKLOADS = [
-    Workload("gmm_d10_K25", "ADBench GMM, d = 10, K = 25", make("gmm_d10_K25.txt", {"quick": 10, "probe": 2}), ("adbench", "gmm")),
-    Workload("gmm_d64_K10", "ADBench GMM, d = 64, K = 10", make("gmm_d64_K10.txt", {"quick": 2, "probe": 1}), ("adbench", "gmm")),
+    Workload("gmm_d10_K25", "ADBench GMM, d = 10, K = 25",
+             make("gmm_d10_K25.txt", {"quick": 10, "probe": 2}),
+             ("adbench", "gmm")),
+    Workload("gmm_d64_K10", "ADBench GMM, d = 64, K = 10",
+             make("gmm_d64_K10.txt", {"quick": 2, "probe": 1}),
+             ("adbench", "gmm")),
 ]

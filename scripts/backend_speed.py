@@ -25,7 +25,8 @@ GMM = ROOT / "data" / "adbench" / "gmm" / "1k" / "gmm_d10_K25.txt"
 VECTORS = """
 (def sumsq Float (v : Vec Float) (sum (build (size v) (lam (i : Integer) (let (x (index i v)) (mul x x))))))
 (def dot Float ((a : Vec Float) (b : Vec Float)) (sumbuild (size a) (lam (i : Integer) (mul (index i a) (index i b)))))
-(def fold_product Float (v : Vec Float) (fold (lam (acc_x : Tuple Float Float) (mul (get$1$2 acc_x) (get$2$2 acc_x))) 1.0 v))
+(def fold_product Float (v : Vec Float)
+  (fold (lam (acc_x : Tuple Float Float) (mul (get$1$2 acc_x) (get$2$2 acc_x))) 1.0 v))
 """
 
 
