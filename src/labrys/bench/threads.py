@@ -55,7 +55,7 @@ def default_threads(results: list[Result], options: Options, suite: Path, timeou
     """Add the default-threads rows to ``results`` (in place), from one child process."""
     chosen = [p for p in peers if options.peers is None or p in options.peers]
     todo = [r for r in results if r.instance is not None]
-    with_labrys = True  # labrys's parallel reverse sums (labrys.backends.numba_parallel)
+    with_labrys = options.labrys  # on every core: parallel reverse sums (labrys.backends.numba_parallel)
     if not todo or not (chosen or with_labrys):
         return
     config = {"workloads": [r.workload.name for r in todo], "peers": chosen, "labrys": with_labrys,
