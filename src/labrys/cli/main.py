@@ -372,8 +372,8 @@ def build_parser() -> argparse.ArgumentParser:
     bch.add_argument("--budget", type=float,
                      help="seconds of timing per cell, compiling not counted; a labrys call estimated from smaller "
                           "sizes to take longer is not run (default 10; 2 with --quick)")
-    bch.add_argument("--time-limit", type=float, default=780.0, metavar="SECONDS",
-                     help="the whole run's limit: cells not started by then say so (default 780)")
+    bch.add_argument("--time-limit", type=float, default=1800.0, metavar="SECONDS",
+                     help="the whole run's limit: cells not started by then say so (default 1800)")
     bch.add_argument("--backend", action="append", metavar="B",
                      help="labrys backend: interp, python, compiled or all (repeatable; default: compiled)")
     bch.add_argument("--deriv", action="append", metavar="NAME",
