@@ -78,7 +78,7 @@ from ..ir import nodes as ir
 from ..ir.traverse import nodes
 from ..ir.types import FLOAT, TTensor, TTuple, Type
 from .numba_scratch import _parents
-from .numba_tangents import leaves, plan_nested_accumulation
+from .numba_tangents import leaves
 from .pysource import Function
 
 FASTMATH = '{"reassoc", "nsz", "contract"}'  # LLVM's flags for a chunk: no assumption of no NaN / no Inf
@@ -178,12 +178,7 @@ class ParallelMixin:
         for k, leaf in enumerate(kinds):
             if not isinstance(leaf, TTensor):
                 em.emit(f"{own[k]} = {'0.0' if leaf == FLOAT else '()'}")
-        i = self.mod.fresh("i")
-        em.emit(f"for {i} in range(_lo, _hi):")
-        inner = em.indented()
-        inner.env[lam.var] = i
-        plan_nested_accumulation(self.mod.direct, lam.body, own, lam.var)
-        inner.accumulate_body(own, result, lam.body)
+        em.sum_loop("_lo, _hi", lam, own, result)
         floats = [own[k] for k, leaf in enumerate(kinds) if leaf == FLOAT]
         em.emit(f"return ({''.join(f + ', ' for f in floats)})")
         return fn.name

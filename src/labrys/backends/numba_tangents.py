@@ -317,13 +317,17 @@ class TangentMixin:
             accs.append(target)
         if into is None and self.parallel_sum(size, lam, accs, result):  # Note [Parallel reverse sums]
             return accs
+        self.sum_loop(size, lam, accs, result)
+        return accs
+
+    def sum_loop(self, bounds: str, lam: ir.Lam, accs: list[str], result: Type) -> None:
+        """``for i in range(bounds)``, adding ``lam``'s body at i into ``accs``."""
         i = self.mod.fresh("i")
-        self.emit(f"for {i} in range({size}):")
+        self.emit(f"for {i} in range({bounds}):")
         inner = self.indented()
         inner.env[lam.var] = i
         plan_nested_accumulation(self.mod.direct, lam.body, accs, lam.var)
         inner.accumulate_body(accs, result, lam.body)
-        return accs
 
     def accumulate_body(self, accs: list[str], t: Type, e: ir.Expr) -> None:
         """Note [Accumulating in branches]
