@@ -129,7 +129,7 @@ class LoopMixin:
 
     def ifold(self, t: str, n: ir.Expr, lam: ir.Lam, init: ir.Expr) -> None:
         """(ifold n (lam (acc_i : Tuple A Integer) e) acc0): a loop over i = 0 … n-1 (a loop over
-        a function value is first given a lambda, numba_closures.eta_loop_arguments)."""
+        a function value is first given a lambda, numba_eta.eta_loop_arguments)."""
         self.emit(f"{t} = {self.atom(init)}")
         size, i = self.atom(n), self.mod.fresh("i")
         self.emit(f"for {i} in range({size}):")

@@ -32,9 +32,10 @@ from ..types.checker import Signature, check_def
 from ..types.primitives import Primitive
 from .numba_bogs import BOG_TAPE, BogTapeMixin
 from .numba_bounds import hoist_index_checks
-from .numba_closures import ClosureMixin, ClosureTable, eta_loops
+from .numba_closures import ClosureMixin, ClosureTable
 from .numba_delta1 import DELTA1_IO, Delta1Mixin
 from .numba_dualrev import STAGED_PRIMITIVES, StagedMixin, staged_boundary
+from .numba_eta import eta_loops
 from .numba_loops import LoopMixin
 from .numba_parallel import FASTMATH, ParallelMixin
 from .numba_rfold import RFoldMixin
