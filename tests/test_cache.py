@@ -487,9 +487,11 @@ def _race(tmp_path: Path, env: dict, attempt: int) -> int:
 def test_two_compilers_and_a_clearer_at_once(tmp_path, monkeypatch, fresh) -> None:
     root = use(monkeypatch, tmp_path / "cache")
     env = dict(os.environ, LABRYS_CACHE_DIR=str(root))
-    # the race must happen (the clearer deletes modules the compilers are using); on a loaded
-    # machine the clearer can miss every window, so the whole race is run again, up to 3 times
-    assert any(_race(tmp_path, env, attempt) > 0 for attempt in range(3))
+    # the race must happen (the clearer deletes modules the compilers are using) for the test to
+    # say anything; on a loaded machine the clearer can miss every window (seen with and without
+    # the cache's lock), so the whole race is run again, up to 5 times, and otherwise skipped
+    if not any(_race(tmp_path, env, attempt) > 0 for attempt in range(5)):
+        pytest.skip("the clearer missed every compile on this loaded machine: no race to check")
 
     run_f()  # whatever the race left behind, this process compiles (or loads) f
     run_f(OTHER, "g")
