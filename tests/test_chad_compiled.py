@@ -167,7 +167,8 @@ def test_lowered_stage_reads_back_and_runs_everywhere(tmp_path, capsys):
     out = capsys.readouterr().out
     lowered = out[out.index("§9.2's lowering"):out.index("The wrapper")]
     text = lowered[lowered.index("(def "):].split("\n---")[0]
-    assert "chadOneHot" not in text and "chadIFoldR" not in text and "rfold" in text and "ts_delta" in text
+    assert "chadOneHot" not in text and "chadIFoldR" not in text and "ts_delta" in text
+    assert "rfold" not in text and "sumbuild" in text  # the sum is a Σ (Note [Sums stay sums]), not a fold
     # the lowered [chadR fig2b] is plain .ks: it reads back, type-checks and runs on every backend
     source = PROGRAM + text.replace("[chadR fig2b]", "chadR_fig2b")
     x = (2.0, V)

@@ -76,13 +76,14 @@ def test_fig1c_shape_forward_of_fig1a(paper):
 
 def test_fig2d_copower_fused_away(paper):
     """Fig. 2(b)/(d): the cotangent of the closure f is a copower (one entry per element of x2)
-    folded through f's derivative in the raw term; the §8 fusion removes it: x1' becomes
-    Σ_i ys'_i · x2_i and x2' the one-hots x1 · ys'_i."""
+    folded through f's derivative in the raw term; the §8 fusion removes it: ys' = replicate w'
+    (the transpose of the sum: Σ_i of one-hots), x1' becomes Σ_i ys'_i · x2_i and x2' the one-hots
+    x1 · ys'_i — the paper's three loops."""
     derived = _derived(paper, "chadR", "fig2b")
     raw, simplified = _calls(derived.stage("translate").body), _calls(derived.stage("simplify").body)
     assert raw["chadCopow"] >= 1 and raw["chadCopowFold"] >= 1
     assert simplified["chadCopow"] == 0 and simplified["chadCopowFold"] == 0
-    assert simplified["chadSumBuild"] == 2  # Σ_i for x1' and for x2'
+    assert simplified["chadSumBuild"] == 3  # Σ_i for ys', for x1' and for x2'
 
 
 def test_fig2c_shape_forward_of_fig2a(paper):

@@ -41,10 +41,11 @@ from ..types.tangent import tangent_type
 from ..util.deep import deep
 from . import chad_fwd, chad_loops, chad_rev, chad_runtime, dual_numbers  # noqa: F401  (the run-time primitives)
 from .chad_common import name_applied_functions
+from .chad_inline import inline_lowered_callees
 from .chad_linear import check_linear
 from .chad_linear_view import show_linear_def
 from .chad_lower import guard_lowered_calls, is_lowered, lower_body, runtime_left, translations_called
-from .chad_lower_shapes import shape_sums
+from .chad_lower_sums import shape_sums
 from .chad_simplify import simplify_def
 from .pipeline import ORIGINAL, Pass, Work
 from .scalarise import scalarise
@@ -176,7 +177,7 @@ def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
     name = f"[{module.TRANSLATION} f]"
     return (Pass("prepare", "Literal λs, map as build, binders renamed apart", prepare),
             Pass("scalarise", "Vector arithmetic as build, index and ifold",
-                 lambda d, work: scalarise(d, work.fresh, work.functions)),
+                 lambda d, work: scalarise(d, work.fresh, work.functions, sums=True)),
             Pass("translate", f"{what}: {name}, the raw term in Fig. 5's linear language (checked)", translate,
                  shows=shows),
             Pass("simplify", "App. B's simplifier: Table 1, linear β, f • 0 → 0, copower fusion "
@@ -220,14 +221,17 @@ def _has_loop_and_bound_lambda(e: ir.Expr) -> bool:
 
 
 def _inline_loop_steps(d: ir.Def, work: Work) -> ir.Def:
-    if not _has_loop_and_bound_lambda(d.body):
+    d, inlined = inline_lowered_callees(d, work, TRANSLATIONS, translation_lowered)
+    if not inlined and not _has_loop_and_bound_lambda(d.body):
         return d
     try:
         with _no_gc_pauses():
             out = simplify_def(d, work.functions, work.fresh, set(work.notes.get("chad linear", ())),
                                copy_limit=LOOP_STEP_LIMIT)
-            out = check_def(_with_body(out, name_applied_functions(lower_body(out.body, work.fresh, d.span),
-                                                                   work.fresh)), work.functions)
+            out = check_def(_with_body(out, lower_body(out.body, work.fresh, d.span)), work.functions)
+            # the steps inlined, a Σ's one-hots at an enclosing loop's index come out of it
+            out = check_def(_with_body(out, name_applied_functions(shape_sums(out.body, work.fresh), work.fresh)),
+                            work.functions)
             out = check_def(_with_body(out, _name_tuple_arguments(out.body, work.fresh)), work.functions)
     except LabrysError as exc:
         _log.info("CHAD's loop steps of %s were not inlined (%s)", show_name(d.name), exc.message)

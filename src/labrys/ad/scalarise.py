@@ -31,19 +31,37 @@ from ..util.deep import deep
 REDUCTIONS = {"sum", "sumbuild", "dot", "ts_dot", "max", "min", "deltaVec", "ts_delta", "setAt", "mul", "indexL"}
 
 
-def scalarise(d: ir.Def, fresh: FreshNames, functions: Functions) -> ir.Def:
-    """The typed def ``d`` with no arithmetic on tensors or tuples left."""
+def scalarise(d: ir.Def, fresh: FreshNames, functions: Functions, sums: bool = False) -> ir.Def:
+    """The typed def ``d`` with no arithmetic on tensors or tuples left; ``sums``: a sum of
+    reals stays (or becomes) a ``sumbuild`` (Note [Sums stay sums])."""
     for _ in range(_MAX_ROUNDS):
-        if not any(isinstance(x, ir.Call) and _needs_rewrite(x) for x in nodes(d.body)):
+        if not any(isinstance(x, ir.Call) and _needs_rewrite(x, sums) for x in nodes(d.body)):
             return d
-        d = check_def(ir.Def(d.name, d.ret, d.params, _Scalarise(fresh).expr(d.body), span=d.span), functions)
+        d = check_def(ir.Def(d.name, d.ret, d.params, _Scalarise(fresh, sums).expr(d.body), span=d.span), functions)
     raise LabrysError("internal: vector arithmetic nested too deeply to scalarise", d.span)
 
 
 _MAX_ROUNDS = 16  # each round peels one level of nesting (a Vec of Vecs needs two)
 
 
-def _needs_rewrite(e: ir.Call) -> bool:
+# Note [Sums stay sums]
+# ~~~~~~~~~~~~~~~~~~~~~
+# Krawiec et al.'s dual numbers need a sum as a fold of scalar additions (one Add per term).
+# CHAD (Vákár & Smeding) has its own rule for ``sumbuild`` (§10's binder rule, summed): its
+# backpropagator is a Σ that hands every element the same cotangent.  As a fold, a sum's
+# reverse pass is an explicit reverse loop that keeps every partial sum (a state per element)
+# although the step's transpose never reads it; so for CHAD (``sums=True``) a sum of reals —
+# ``sum``, ``dot``, ``sumbuild`` — is a ``sumbuild`` of the scalar term.
+
+
+def _float_sumbuild(e: ir.Call) -> bool:
+    return e.func == "sumbuild" and e.type == FLOAT and isinstance(e.arg, ir.Tuple) and len(e.arg.elems) == 2 \
+        and isinstance(e.arg.elems[1], ir.Lam) and e.arg.elems[1].var_type == INTEGER
+
+
+def _needs_rewrite(e: ir.Call, sums: bool = False) -> bool:
+    if sums and _float_sumbuild(e):
+        return False
     p = lookup(e.func)
     if p is None or (p.elementwise is None and p.name not in REDUCTIONS) or e.type is None:
         return False
@@ -64,14 +82,14 @@ def _all_scalar(types: tuple[Type, ...], res: Type) -> bool:
 
 
 class _Scalarise:
-    def __init__(self, fresh: FreshNames) -> None:
-        self.fresh = fresh
+    def __init__(self, fresh: FreshNames, sums: bool = False) -> None:
+        self.fresh, self.sums = fresh, sums
 
     @deep
     def expr(self, e: ir.Expr) -> ir.Expr:
         kids = [self.expr(c) for c, _ in children(e)]
         out = rebuild(e, kids)
-        if isinstance(e, ir.Call) and _needs_rewrite(e):
+        if isinstance(e, ir.Call) and _needs_rewrite(e, self.sums):
             return self.call(e, out.arg)
         return out
 
@@ -161,6 +179,8 @@ class _Scalarise:
         """Σ_{i < n} term, a left fold of additions: from 0 for a number, else from
         term(0), which needs n > 0 (an empty sum of vectors has no shape to be zero in)."""
         acc = self.fresh("acc")
+        if self.sums and t == FLOAT:  # Note [Sums stay sums]
+            return C("sumbuild", n, lam(i, INTEGER, term))
         if t in (FLOAT, INTEGER):
             body = let(i, get(2, 2, V(acc)), C("add", get(1, 2, V(acc)), term))
             return C("ifold", n, lam(acc, TTuple((t, INTEGER)), body), ir.Const(0.0 if t == FLOAT else 0, t))
