@@ -219,7 +219,7 @@ def _loop_counts(e: ir.Expr, env: dict[str, ir.Expr]) -> dict[str, ir.Expr]:
 
 def _spread_parts(x: ir.Let) -> ir.Expr:
     """``let s = (let t = Σ … in <p1, …, pk>) in b`` as ``let t = Σ … in b[pi/get$i$k s]`` when b
-    reads s only through projections, each part read once or atomic: the parts of a Σ whose
+    reads s only through projections, each part read once or a name or projection: the parts of a Σ whose
     one-hots came out of it (Note [One-hots out of a Σ]) reach the enclosing loop's accumulation as
     one-hots, which the compiled backend writes as single rows, instead of a materialised tuple."""
     s, inner = x.binder, x.rhs
@@ -229,7 +229,7 @@ def _spread_parts(x: ir.Let) -> ir.Expr:
         if isinstance(y, ir.Get) and isinstance(y.arg, ir.Var) and y.arg.name == s:
             reads[y.index] = reads.get(y.index, 0) + 1
     whole = sum(1 for y in nodes(x.body) if isinstance(y, ir.Var) and y.name == s)
-    if whole != sum(reads.values()) or any(k > 1 and not isinstance(parts[i - 1], (ir.Var, ir.Get, ir.Tuple))
+    if whole != sum(reads.values()) or any(k > 1 and not isinstance(parts[i - 1], (ir.Var, ir.Get))
                                            for i, k in reads.items()):
         return x
 
