@@ -109,7 +109,9 @@ def set_fast_math(flag: bool) -> None:
     multiply-adds (LLVM's ``reassoc``, ``nsz``, ``contract``; never no-NaN/no-Inf), which
     lets loops such as dot products use vector instructions on one thread (default off, or
     ``$LABRYS_FAST_MATH=1``; Note [Reassociation on one thread])."""
-    check_fast_math(flag)
+    if not isinstance(flag, bool):
+        from .errors import LabrysError
+        raise LabrysError(f"fast_math must be True or False, not {flag!r}")
     Limits.fast_math = flag
 
 
@@ -132,8 +134,11 @@ def check_fast_math(flag: bool | None) -> None:
 @contextlib.contextmanager
 def fast_math_for(flag: bool | None) -> Iterator[None]:
     """Generate code with (True) or without (False) reassociation inside the block (None: the
-    process's setting)."""
+    enclosing block's setting, else the process's)."""
     check_fast_math(flag)
+    if flag is None:
+        yield
+        return
     token = _FAST_MATH.set(flag)
     try:
         yield
