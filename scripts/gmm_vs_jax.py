@@ -1,7 +1,7 @@
 """The script a user would write: the gradient of ADBench's GMM objective by
 ``labrys.grad`` against ``jax.jit(jax.grad)``, in one process, warm, median.
 
-    python scripts/gmm_vs_jax.py [DATAFILE] [--repeat 15] [--jax-threads 1|0] [--threads N]
+    python scripts/gmm_vs_jax.py [DATAFILE] [--repeat 15] [--jax-threads 1|0] [--threads N] [--fast-math]
 
 DATAFILE defaults to the clone's ``data/adbench/gmm/1k/gmm_d10_K25.txt``.  The
 gradient is with respect to (alphas, means, icf), as ADBench asks.  Each row is
@@ -11,7 +11,9 @@ largest difference between the two gradients.  XLA fixes its threads when JAX
 is imported: ``--jax-threads 1`` (the default) sets ``XLA_FLAGS`` first;
 ``--jax-threads 0`` leaves JAX its default thread pool.  ``--threads N`` is
 ``labrys.grad(..., threads=N)`` (1: serial; default every core; rows for
-several counts with ``--threads 1,2``).  Needs the ``bench`` extra (``pip install -e '.[bench]'``).  Not a test:
+several counts with ``--threads 1,2``).  ``--fast-math`` adds rows with
+``labrys.grad(..., fast_math=True)`` (reassociation allowed: vectorised sums).
+Needs the ``bench`` extra (``pip install -e '.[bench]'``).  Not a test:
 nothing here asserts a time.
 """
 from __future__ import annotations
@@ -49,6 +51,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--jax-threads", type=int, default=1, help="1: one XLA thread; 0: JAX's default")
     ap.add_argument("--threads", default="", help="labrys's threads, e.g. 1 or 1,2 (default: every core)")
+    ap.add_argument("--fast-math", action="store_true", help="also labrys.grad(..., fast_math=True)")
     opts = ap.parse_args()
     if opts.jax_threads == 1:
         os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
@@ -60,10 +63,11 @@ def main() -> None:
     m = labrys.load(str(resources.files("labrys.adbench").joinpath("gmm.ks")), backend="compiled")
     args = (g.x, g.alphas, g.means, g.icf, (g.gamma, g.m))
     counts = [int(n) for n in opts.threads.split(",") if n] or [None]
-    grads = {n: labrys.grad(m.gmm_objective, argnums=(1, 2, 3), threads=n) for n in counts}
+    grads = {(n, fm): labrys.grad(m.gmm_objective, argnums=(1, 2, 3), threads=n, fast_math=fm or None)
+             for n in counts for fm in ((False, True) if opts.fast_math else (False,))}
     rows = [("labrys objective", m.gmm_objective, args)]
-    rows += [(f"labrys.grad, {'default' if n is None else n} thread{'s' if n != 1 else ''}", g_, args)
-             for n, g_ in grads.items()]
+    rows += [(f"labrys.grad, {'default' if n is None else n} thread{'s' if n != 1 else ''}"
+              f"{', fast math' if fm else ''}", g_, args) for (n, fm), g_ in grads.items()]
 
     import jax
     import jax.numpy as jnp
@@ -81,8 +85,9 @@ def main() -> None:
         wall, cpu = timed(f, a, opts.repeat)
         print(f"{name:36s} wall {wall:8.2f} ms   cpu {cpu:8.2f} ms")
     theirs = jgrad(*jargs)
-    for n, g_ in grads.items():
-        print(f"largest difference of the gradients ({'default' if n is None else n} threads):",
+    for (n, fm), g_ in grads.items():
+        print(f"largest difference of the gradients ({'default' if n is None else n} threads"
+              f"{', fast math' if fm else ''}):",
               max(float(np.max(np.abs(np.asarray(a) - np.asarray(b)))) for a, b in zip(g_(*args), theirs)))
 
 

@@ -2,7 +2,7 @@
 of the seed papers as a printable source-to-source transformation."""
 from . import prelude  # noqa: F401  (fills the primitive table: Note [Primitive table])
 from .api import Derivative, Function, Module, check_program, evaluate, load
-from .context import METER, set_max_depth, set_threads
+from .context import METER, set_fast_math, set_max_depth, set_threads
 from .errors import LabrysError
 from .memory import set_max_memory
 from .syntax.parser import parse_expr, parse_program
@@ -16,5 +16,5 @@ __all__ = ["Derivative", "Function", "LabrysError", "default_method", "grad", "h
            "jacrev", "jvp",
            "value_and_grad", "vjp", "METER", "Module", "check_program",
            "evaluate", "load", "parse_expr", "parse_program", "show_expr", "show_program", "tangent_type", "verify",
-           "set_max_depth", "set_max_memory", "set_threads",
+           "set_fast_math", "set_max_depth", "set_max_memory", "set_threads",
            "__version__"]

@@ -9,7 +9,7 @@ from .ad import REGISTRY, Derivations, Linker
 from .backends import Backend, make_backend
 from .backends.boundary import SLOW
 from .backends.interp import Interpreter, Slots
-from .context import Limits, run_scope, threads_for
+from .context import Limits, check_fast_math, fast_math_for, run_scope, threads_for
 from .errors import LabrysError, Source, Span
 from .ir import nodes as ir
 from .ir.names import DerivedName, Name, erase_types, show_name
@@ -157,16 +157,22 @@ class Module:
         return self.backend.compile_seconds
 
     def derive(self, derivation: str, name: str | Name, optimise: bool = True,
-               strategy: str | None = None, wrt: str | tuple[str, ...] | None = None) -> "Derivative":
+               strategy: str | None = None, wrt: str | tuple[str, ...] | None = None,
+               fast_math: bool | None = None) -> "Derivative":
         """The derived function ``[derivation name]`` (e.g. ``derive("rev", "f")``),
         callable, with its `.ks` source and the pipeline stages that made it.
         ``strategy`` picks one of the derivation's strategies (``fwd``: "tupled", Fig. 8,
         or "plain"); ``wrt`` names the parameters to differentiate with respect to
-        (``[rev f (wrt a b)]``, docs/activity.md); ``labrys algorithms`` lists the derivations."""
+        (``[rev f (wrt a b)]``, docs/activity.md); ``fast_math=True`` lets the compiled code
+        reassociate sums (Note [Reassociation on one thread], docs/backends.md); ``labrys
+        algorithms`` lists the derivations."""
+        check_fast_math(fast_math)
         f = self.function(name)
         if len(f.sigs) != 1:
             raise LabrysError(f"{show_name(f.name)} is overloaded: name one, e.g. '[{show_name(f.name)} Float]'")
-        return Derivative(self, derivation, f.sigs[0], optimise, strategy, wrt)
+        made = Derivative(self, derivation, f.sigs[0], optimise, strategy, wrt)
+        made.fast_math = fast_math
+        return made
 
     @property
     def program(self) -> ir.Program:
@@ -254,6 +260,7 @@ class Derivative:
         module.linker.close(module.linker.callees(self.d))  # Note [Link step]: its errors surface here
         self._code = None
         self.threads: int | None = None  # compiled for this many threads (None: labrys.set_threads's)
+        self.fast_math: bool | None = None  # compiled with reassociation (None: labrys.set_fast_math's)
 
     @property
     def support(self) -> list[ir.Def]:
@@ -267,7 +274,9 @@ class Derivative:
 
     def __call__(self, *args: Any) -> Any:
         if self._code is None:
-            with threads_for(self.threads):  # Note [Parallel reverse sums] in labrys.backends.numba_parallel
+            # Note [Parallel reverse sums] in labrys.backends.numba_parallel, Note [Reassociation on one
+            # thread] in labrys.backends.numba_fastmath
+            with threads_for(self.threads), fast_math_for(self.fast_math):
                 self._code = self.module.backend.compile_def(self.d)
         fast = getattr(self._code, "fast", None)
         if fast is not None:  # Note [Cheap boundaries] in labrys.backends.boundary

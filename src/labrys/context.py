@@ -48,11 +48,16 @@ def _env_threads() -> int:
     return n if n > 0 else (os.cpu_count() or 1)
 
 
+def _env_fast_math() -> bool:
+    return os.environ.get("LABRYS_FAST_MATH", "").strip().lower() not in ("", "0", "no", "false", "off")
+
+
 class Limits:
     """Process-wide resource limits (Note [Recursion limit] in labrys.backends.limits)."""
 
     max_depth: int = _env_max_depth()
     threads: int = _env_threads()  # Note [Parallel reverse sums] in labrys.backends.numba_parallel
+    fast_math: bool = _env_fast_math()  # Note [Reassociation on one thread] in labrys.backends.numba_fastmath
     max_memory: int | None = None  # bytes (Note [Memory limit] in labrys.memory, which reads $LABRYS_MAX_MEMORY)
 
 
@@ -97,6 +102,48 @@ def threads_for(n: int | None) -> Iterator[None]:
         yield
     finally:
         _THREADS.reset(token)
+
+
+def set_fast_math(flag: bool) -> None:
+    """Compiled code generated afterwards may reassociate floating-point sums and fuse
+    multiply-adds (LLVM's ``reassoc``, ``nsz``, ``contract``; never no-NaN/no-Inf), which
+    lets loops such as dot products use vector instructions on one thread (default off, or
+    ``$LABRYS_FAST_MATH=1``; Note [Reassociation on one thread])."""
+    if not isinstance(flag, bool):
+        from .errors import LabrysError
+        raise LabrysError(f"fast_math must be True or False, not {flag!r}")
+    Limits.fast_math = flag
+
+
+_FAST_MATH: ContextVar[bool | None] = ContextVar("labrys_fast_math", default=None)
+
+
+def fast_math() -> bool:
+    """Whether code generated now may reassociate: :func:`fast_math_for`'s, else the process's."""
+    flag = _FAST_MATH.get()
+    return Limits.fast_math if flag is None else flag
+
+
+def check_fast_math(flag: bool | None) -> None:
+    """A user's ``fast_math=`` is None or a bool."""
+    if flag is not None and not isinstance(flag, bool):
+        from .errors import LabrysError
+        raise LabrysError(f"fast_math must be True or False, not {flag!r}")
+
+
+@contextlib.contextmanager
+def fast_math_for(flag: bool | None) -> Iterator[None]:
+    """Generate code with (True) or without (False) reassociation inside the block (None: the
+    enclosing block's setting, else the process's)."""
+    check_fast_math(flag)
+    if flag is None:
+        yield
+        return
+    token = _FAST_MATH.set(flag)
+    try:
+        yield
+    finally:
+        _FAST_MATH.reset(token)
 
 
 class Context:

@@ -27,7 +27,7 @@ from .ad.derivation import Derivation
 from .ad.dual_io import cotangent_like, count_reals
 from .api import Derivative, Function
 from .backends.boundary import SLOW
-from .context import check_threads
+from .context import check_fast_math, check_threads
 from .errors import LabrysError
 from .ir import nodes as ir
 from .ir.names import DerivedName, show_name
@@ -39,14 +39,18 @@ Argnums = int | Sequence[int] | None
 
 
 def grad(f: Function, argnums: Argnums = None, has_aux: bool = False,
-         method: str | None = None, threads: int | None = None) -> Callable[..., Any]:
+         method: str | None = None, threads: int | None = None,
+         fast_math: bool | None = None) -> Callable[..., Any]:
     """The gradient of a Float-valued labrys function: ``grad(m.f)(x, y)``.  With
     ``has_aux``, f returns ``(value, aux)`` and the result is ``(gradient, aux)``.
     No ``method``: the default gradient, ``rev`` or ``sufrev`` as
     :func:`default_method` says for f.  ``threads``: the compiled backend may run
     the gradient's outer reverse sum on that many threads (None: :func:`labrys.set_threads`'s
-    setting, every core by default; 1 is serial; Note [Parallel reverse sums])."""
-    both = value_and_grad(f, argnums, has_aux, method, value=has_aux, threads=threads)
+    setting, every core by default; 1 is serial; Note [Parallel reverse sums]).  ``fast_math``:
+    the compiled code may reassociate sums and fuse multiply-adds, so that its inner loops use
+    vector instructions (None: :func:`labrys.set_fast_math`'s setting, off by default; Note
+    [Reassociation on one thread])."""
+    both = value_and_grad(f, argnums, has_aux, method, value=has_aux, threads=threads, fast_math=fast_math)
 
     def gradient(*args: Any) -> Any:
         value, g = both(*args)
@@ -67,7 +71,7 @@ def grad(f: Function, argnums: Argnums = None, has_aux: bool = False,
 
 def value_and_grad(f: Function, argnums: Argnums = None, has_aux: bool = False,
                    method: str | None = None, value: bool = True,
-                   threads: int | None = None) -> Callable[..., tuple[Any, Any]]:
+                   threads: int | None = None, fast_math: bool | None = None) -> Callable[..., tuple[Any, Any]]:
     """``(f(x), grad f(x))`` from one derivative run (the value, with has_aux, is ``(value, aux)``;
     ``value=False``: None instead, f is not run — what :func:`grad` asks for)."""
     f = _function(f, "value_and_grad")
@@ -75,13 +79,14 @@ def value_and_grad(f: Function, argnums: Argnums = None, has_aux: bool = False,
     entry = _method(method or "rev", (REVERSE, FORWARD), "grad")  # the default is rev or sufrev: both REV
     _check_argnums(argnums)
     check_threads(threads)
-    made = f.module.derivatives   # per (method, signature, wrt[, threads]): derived and compiled once per module
+    check_fast_math(fast_math)
+    made = f.module.derivatives   # per (method, signature, wrt[, threads, fast_math]): made once per module
 
     def derivative(name: str, sig, wrt: tuple[str, ...] = ()) -> Derivative:
-        key = (name, id(sig), wrt) if threads is None else (name, id(sig), wrt, threads)
+        key = (name, id(sig), wrt) + (() if threads is None and fast_math is None else (threads, fast_math))
         if key not in made:
             made[key] = Derivative(f.module, name, sig, wrt=wrt)
-            made[key].threads = threads
+            made[key].threads, made[key].fast_math = threads, fast_math
         return made[key]
 
     plans: dict[tuple, Callable[[tuple], Any]] = {}   # Note [Cached gradient dispatch]

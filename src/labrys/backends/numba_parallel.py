@@ -81,7 +81,6 @@ from .numba_scratch import _parents
 from .numba_tangents import leaves
 from .pysource import Function
 
-FASTMATH = '{"reassoc", "nsz", "contract"}'  # LLVM's flags for a chunk: no assumption of no NaN / no Inf
 LOOPING = ("build", "sumbuild", "ts_sumbuild", "fold", "ifold", "rfold", "sum")
 
 

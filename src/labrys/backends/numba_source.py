@@ -36,8 +36,9 @@ from .numba_closures import ClosureMixin, ClosureTable
 from .numba_delta1 import DELTA1_IO, Delta1Mixin
 from .numba_dualrev import STAGED_PRIMITIVES, StagedMixin, staged_boundary
 from .numba_eta import eta_loops
+from .numba_fastmath import decorator_flags
 from .numba_loops import LoopMixin
-from .numba_parallel import FASTMATH, ParallelMixin
+from .numba_parallel import ParallelMixin
 from .numba_rfold import RFoldMixin
 from .numba_scratch import ScratchMixin
 from .numba_soa import SoaMixin
@@ -242,8 +243,7 @@ class NumbaModuleSource(PyModuleSource):
         out = [HEADER + ("from numba import prange as _prange\n" if self.parallel else ""), *self.closures.globals()]
         decorator = DECORATOR.replace("cache=_cache", "cache=False") if self.cyclic else DECORATOR
         for fn in self.functions:
-            flags = ", parallel=True)" if fn.name in self.parallel else f", fastmath={FASTMATH})" \
-                if fn.name in self.reassociated else ")"  # Note [Parallel reverse sums]
+            flags = decorator_flags(fn.name, self.parallel, self.reassociated)  # Note [Reassociation on one thread]
             out += ["", decorator[:-1] + flags, f"def {fn.name}({', '.join(fn.params)}):"]
             out += [line for line, _ in hoist_index_checks(fn.lines)]  # Note [Hoisted index checks]
         return "\n".join(out) + "\n"

@@ -133,6 +133,14 @@ def _threads(options: Options) -> str:
             f"imported). " + threads_note())
 
 
+def _fast_math(options: Options) -> str:
+    if not options.fast_math:
+        return "labrys's code adds floats in the interpreter's order (`--no-fast-math`)."
+    return ("labrys's code is compiled with fast math (the default; `labrys --fast-math`): sums may be "
+            "reassociated and multiply-adds fused, so its loops use vector instructions; NaN and infinities keep "
+            "their meaning (`--no-fast-math`: the interpreter's order).")
+
+
 def intro(options: Options, command: str) -> list[str]:
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return [f"Made by `{command}` on {now}.", ""] + machine()
@@ -144,7 +152,7 @@ def summary_markdown(results: list[Result], options: Options, command: str, cut:
         "", "Median per call, one process (labrys and the peers at 1 thread; *default threads*: JAX's and "
         "PyTorch's own, in a child process). *Compile*: labrys's objective (load, type-check, first call) + all "
         "its gradients (derive, compile, first calls). ≈: estimated from smaller sizes, not run. "
-        "Full tables: `benchmarks/results/results.md`.", ""] + summary.overview(results) + [
+        f"{_fast_math(options)} Full tables: `benchmarks/results/results.md`.", ""] + summary.overview(results) + [
         "", "Issue 15's targets (the best labrys row):", ""] + summary.targets(results)
     per_algorithm = summary.algorithms(results)
     if per_algorithm:
@@ -167,7 +175,8 @@ def markdown(results: list[Result], options: Options, command: str, cut: str = "
         f"is max |a − b| / max |b| over the objective and the gradient, against the first row that has them; "
         f"✗ marks a difference above {TOLERANCE:g}. Where a workload names the parameters the peers "
         f"differentiate, labrys's derivations that take `wrt` compute only those cotangents; the others "
-        f"compute every argument's. {_threads(options)}", "", "## Summary", ""] + summary.overview(results) + [
+        f"compute every argument's. {_threads(options)} {_fast_math(options)}", "", "## Summary",
+        ""] + summary.overview(results) + [
         "", "## Issue 15 targets", ""] + summary.targets(results) + [""]
     per_algorithm = summary.algorithms(results)
     if per_algorithm:

@@ -30,7 +30,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
-from ..context import set_threads
+from ..context import fast_math_for, set_threads
 from ..errors import LabrysError
 from . import labrys_side
 from .suite import Impl, Instance, Unavailable, Workload, data_folder, relative_difference
@@ -51,6 +51,7 @@ class Options:
     data: Path | None = None
     threads: int = 1                     # threads for the peers (0: each framework's default)
     labrys: bool = True                  # False: the peers only
+    fast_math: bool = True               # labrys's code may reassociate sums (Note [Reassociation on one thread])
     current: str = ""                    # the cell being timed, for a run stopped at its time limit
     deadline: float | None = None        # time.monotonic() after which no cell starts (Note [Bounded time])
     progress: Callable[[str], None] = logging.getLogger("labrys.bench").info  # the CLI shows a progress line
@@ -98,7 +99,8 @@ def run(workloads: list[Workload], options: Options, sink: list[Result] | None =
     so that a run stopped at its time limit can still report what it has (``labrys.bench.bench``)."""
     limit_threads(options.threads)
     set_threads(1)  # the main rows' labrys; every core in the child's (labrys.bench.threads)
-    return [run_workload(w, options, sink) for w in workloads]
+    with fast_math_for(options.fast_math):  # the fastest safe setting by default: it never assumes no NaN/Inf
+        return [run_workload(w, options, sink) for w in workloads]
 
 
 def limit_threads(threads: int) -> None:

@@ -64,6 +64,7 @@ def default_threads(results: list[Result], options: Options, suite: Path, timeou
               "suite": str(suite)}
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "LABRYS_BENCH_THREADS")}
     env["LABRYS_THREADS"] = str(cores())
+    env["LABRYS_FAST_MATH"] = "1" if options.fast_math else "0"  # as the main rows' labrys (run.run)
     options.progress(f"default threads: {', '.join(chosen + ['labrys'] * with_labrys)} in a child process")
     child = subprocess.Popen([sys.executable, "-m", "labrys.bench.threads", json.dumps(config)], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -36,7 +36,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             say(workload[0] + line.strip() if line.startswith(" ") else line)
         options = Options(repeat=args.repeat, budget=budget, quick=args.quick, backends=args.backend,
                           peers=args.peer, derivations=args.deriv, data=args.data, threads=args.threads,
-                          progress=show)
+                          fast_math=not args.no_fast_math, progress=show)
         results, _ = bench(args.workloads, options, args.out, args.suite, command.strip(),
                            time_limit=args.time_limit, threads_rows=not args.no_default_threads,
                            written=lambda paths: print("\n".join(f"wrote {p}" for p in paths), flush=True))
@@ -72,6 +72,9 @@ def add_bench(sub: argparse._SubParsersAction) -> None:
     bch.add_argument("--threads", type=int, default=1,
                      help="threads for PyTorch and JAX in the main rows (default 1, like labrys; 0: their own "
                           "defaults); labrys's own are `labrys --threads N bench …`")
+    bch.add_argument("--no-fast-math", action="store_true",
+                     help="compile labrys's code without reassociation (default: with it, as --fast-math; "
+                          "see docs/backends.md, Fast math)")
     bch.add_argument("--no-default-threads", action="store_true",
                      help="skip the rows at the frameworks' default threads (a child process)")
     bch.add_argument("--summary", action="store_true",

@@ -20,7 +20,7 @@ from typing import Sequence
 from ..ad import REGISTRY
 from ..api import load
 from ..backends import BACKENDS, DEFAULT
-from ..context import run_scope, set_max_depth, set_threads
+from ..context import run_scope, set_fast_math, set_max_depth, set_threads
 from ..errors import LabrysError, format_error
 from ..memory import set_max_memory
 from ..values import format_value
@@ -216,6 +216,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the compiled backend may run a gradient's outer reverse sum on N threads (default every "
                         "core, or $LABRYS_THREADS; 1 is serial; otherwise results differ from serial by float "
                         "reassociation)")
+    p.add_argument("--fast-math", action="store_true",
+                   help="the compiled backend may reassociate float sums and fuse multiply-adds, so that loops "
+                        "such as dot products use vector instructions (or $LABRYS_FAST_MATH=1; never assumes "
+                        "no NaN/Inf; results differ from the default by rounding only)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="run a .ks program (its main, or FN on ARGS)",
@@ -369,6 +373,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             set_max_memory(args.max_memory)
         if args.labrys_threads is not None:
             set_threads(args.labrys_threads)
+        if args.fast_math:
+            set_fast_math(True)
         with library_log(args.verbose or os.environ.get("LABRYS_VERBOSE", "") not in ("", "0")):
             return args.handler(args)
     except LabrysError as exc:
