@@ -200,8 +200,8 @@ ADBENCH = {"gmm": ("data/adbench/gmm/test.txt",), "ba": ("data/adbench/ba/test.t
 
 def adbench(notes: Notes, problems: list[str] | None, only: list[str] | None) -> None:
     """Every ADBench program under every derivation ``labrys adbench`` accepts, on compiled."""
-    from labrys.adbench import RUNNERS
     from labrys.ad.registry import REGISTRY
+    from labrys.adbench import RUNNERS
 
     for problem, files in ADBENCH.items():
         if problems and problem not in problems:
