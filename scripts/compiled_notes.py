@@ -10,6 +10,16 @@ either ``compiled`` or the notes (function: why).
     python scripts/compiled_notes.py             # everything
     python scripts/compiled_notes.py --examples  # the examples only
     python scripts/compiled_notes.py --corpus    # the Knossos corpus only (tests/corpus/knossos)
+    python scripts/compiled_notes.py --adbench   # every ADBench program under every derivation
+    python scripts/compiled_notes.py --adbench --problem hand --deriv dualfwd,sufrev
+
+``--adbench`` runs ``labrys adbench PROBLEM FILE --deriv D`` in process on ``compiled``
+for the small data files (gmm, ba and hand's ``test.txt``, hand's ``simple_small``, LSTM's
+``lstm_l2_c1024``) and every derivation ``labrys adbench`` accepts for the problem (a
+gradient: the reverse ones; a Jacobian: forward and reverse ones), and prints each run's
+notes (or ``compiled``) and whether its finite-difference check passed.  Under this
+machine's load a full sweep takes hours (compiling each derivation of each program);
+``--problem`` and ``--deriv`` narrow it.
 
 ``--corpus`` loads each program of the Knossos corpus on ``compiled``, runs its
 ``main`` if it has one, runs the ``;; ENTRY:`` def on its ``;; ARGS:`` and then,
@@ -183,6 +193,36 @@ def corpus(notes: Notes) -> None:
                 report(f"[{method} {name}] ({label})", notes, error)
 
 
+ADBENCH = {"gmm": ("data/adbench/gmm/test.txt",), "ba": ("data/adbench/ba/test.txt",),
+           "hand": ("data/adbench/hand/test.txt", "data/adbench/hand/simple_small/hand1_t26_c100.txt"),
+           "lstm": ("data/adbench/lstm/lstm_l2_c1024.txt",)}
+
+
+def adbench(notes: Notes, problems: list[str] | None, only: list[str] | None) -> None:
+    """Every ADBench program under every derivation ``labrys adbench`` accepts, on compiled."""
+    from labrys.ad.registry import REGISTRY
+    from labrys.adbench import RUNNERS
+
+    for problem, files in ADBENCH.items():
+        if problems and problem not in problems:
+            continue
+        directions = ("reverse",) if problem in ("gmm", "lstm") else ("forward", "reverse")
+        methods = [n for d in directions for n in REGISTRY.names(d)]
+        for path in files:
+            for method in methods:
+                if only and method not in only:
+                    continue
+                error = None
+                try:
+                    result = RUNNERS[problem](str(ROOT / path), method, backend="compiled")
+                    if not result.ok:
+                        error = "the finite-difference check failed"
+                except Exception as exc:
+                    error = str(exc).splitlines()[0][:160]
+                report(f"adbench {problem} {path} --deriv {method}", notes, error)
+                sys.stdout.flush()
+
+
 def tangent(x):
     """A tangent of x: ones in every Float."""
     if isinstance(x, tuple):
@@ -196,12 +236,21 @@ def main() -> None:
     ap.add_argument("--derivations", action="store_true", help="only the derivations")
     ap.add_argument("--corpus", action="store_true",
                     help="only the Knossos corpus (tests/corpus/knossos): load, main, rev and fwd of each def")
+    ap.add_argument("--adbench", action="store_true",
+                    help="only ADBench: every program (small data files) under every derivation it accepts")
+    ap.add_argument("--problem", help="with --adbench: only these problems (comma-separated: gmm,lstm,ba,hand)")
+    ap.add_argument("--deriv", help="with --adbench: only these derivations (comma-separated)")
     args = ap.parse_args()
     notes = Notes()
     log = logging.getLogger("labrys.backends")
     log.addHandler(notes)
     log.setLevel(logging.INFO)
     log.propagate = False
+    if args.adbench:
+        adbench(notes, args.problem.split(",") if args.problem else None,
+                args.deriv.split(",") if args.deriv else None)
+        sys.stdout.flush()
+        return
     if args.corpus:
         corpus(notes)
         sys.stdout.flush()

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..context import count, current
-from ..ir.types import DELTA, FLOAT, UNIT, TLam, TSum, TTensor, TTuple, Type, has_function
+from ..ir.types import BOOL, DELTA, FLOAT, INTEGER, UNIT, TLam, TSum, TTensor, TTuple, Type, has_function
 from ..types.primitives import args_of, primitive, spread
 from ..types.tangent import is_constant_tangent, tangent_type
 from ..values import Inj, PrimError, dense, make_vec
@@ -240,7 +240,18 @@ def _reals_of(v: Any, t: Type) -> list[float]:
 
 def _dual_zip_numba(xs: list[str], types: list[Type], result: Type) -> str | None:
     """The compiled backend's code for dualZip of Floats, Float vectors (nested: Note [Nested struct of
-    arrays] in labrys.backends.numba_nested) and tuples of them (None: other shapes)."""
+    arrays] in labrys.backends.numba_nested), vectors of tuples of numbers and tuples of them (None:
+    other shapes).
+
+    Note [Zipping vectors of tuples]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    A vector of tuples of numbers is a struct of arrays (n, columns…), a nested one flat
+    columns and offsets (n, O1 …, columns…), and its tangent has the same layout with a
+    unit ``(Tuple)`` (an Integer's tangent) in place of each non-Float: a rank-1 struct keeps
+    its positions (a unit component is an empty struct ``(n,)``), a nested one has no column for
+    it.  So the dual (each Float component becomes ``(Tuple Float Float)``) shares x's offsets
+    and non-Float columns, and each Float column is followed by its tangent column, checked to
+    have its length (ADBench hand's skinning weights, ``Vec (Vec (Tuple Integer Float))``)."""
     def zipped(x: str, dx: str, t: Type) -> str | None:
         if t == FLOAT:
             return f"({x}, {dx})"
@@ -261,7 +272,50 @@ def _dual_zip_numba(xs: list[str], types: list[Type], result: Type) -> str | Non
         if isinstance(t, TTuple) and t.elems:
             parts = [zipped(f"{x}[{k}]", f"{dx}[{k}]", e) for k, e in enumerate(t.elems)]
             return None if None in parts else "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+        if depth == 1 and isinstance(leaf, TTuple):
+            return soa(x, dx, leaf)
+        if depth and isinstance(leaf, TTuple):
+            return nested(x, dx, depth, leaf)
         return None
+
+    def soa(x: str, dx: str, et: TTuple) -> str | None:
+        """Note [Zipping vectors of tuples]: a struct of arrays (n, columns…), dx's columns at x's positions."""
+        parts = [f"{x}[0]"]
+        for k, e in enumerate(et.elems):
+            col, dcol = f"{x}[{k + 1}]", f"{dx}[{k + 1}]"
+            if e == FLOAT:
+                parts.append(f"({x}[0], {col}, _shaped({dcol}, {col}))")
+            elif dual_type(e, FLOAT) == e:
+                parts.append(col)
+            elif isinstance(e, TTuple):
+                inner = soa(col, dcol, e)
+                if inner is None:
+                    return None
+                parts.append(inner)
+            else:
+                return None
+        return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+    def nested(x: str, dx: str, r: int, et: TTuple) -> str | None:
+        """Note [Zipping vectors of tuples]: a nested struct of arrays (n, offsets…, flat columns…)."""
+        leaves: list[Type] = []
+        todo: list[Type] = [et]
+        while todo:
+            e = todo.pop()
+            if isinstance(e, TTuple):
+                todo.extend(reversed(e.elems))
+            elif e in (FLOAT, INTEGER, BOOL):
+                leaves.append(e)
+            else:
+                return None
+        parts, q = [f"{x}[{d}]" for d in range(r)], 0
+        for c, e in enumerate(leaves):
+            col = f"{x}[{r + c}]"
+            parts.append(col)
+            if e == FLOAT:
+                parts.append(f"_shaped({dx}[{r + q}], {col})")
+                q += 1
+        return "(" + ", ".join(parts) + ")"
     return zipped(xs[0], xs[1], types[0])
 
 

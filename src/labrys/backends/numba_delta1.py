@@ -30,13 +30,18 @@ def _reals(x: str, t: Type, span) -> list[str]:
     """Source of the number of reals of x : t, as terms of a sum."""
     if t == FLOAT:
         return ["1"]
-    if t in (INTEGER, BOOL, STRING):
+    if t in (INTEGER, BOOL, STRING) or _no_reals(t):
         return []
     if isinstance(t, TTuple):
         return [n for k, u in enumerate(t.elems) for n in _reals(f"{x}[{k}]", u, span)]
     if isinstance(t, TTensor) and t.rank == 1 and t.elem == FLOAT:
         return [f"{x}.shape[0]"]
     raise Unsupported(f"deltarev1's input of type {t}", span)
+
+
+def _no_reals(t: Type) -> bool:
+    """``Vec Integer``, ``Vec Bool`` (ADBench hand's bone parents): no reals, its dual is itself."""
+    return isinstance(t, TTensor) and t.elem in (INTEGER, BOOL)
 
 
 class Delta1Mixin:
@@ -62,7 +67,7 @@ class Delta1Mixin:
 
     def onehots(self, x: str, t: Type, a: str, k: str, e: ir.Call) -> str:
         """x's reals, the k-th paired with one-hot k of length a (Fig. 6's seeds)."""
-        if t in (INTEGER, BOOL, STRING) or (isinstance(t, TTuple) and not t.elems):
+        if t in (INTEGER, BOOL, STRING) or (isinstance(t, TTuple) and not t.elems) or _no_reals(t):
             return x
         if t == FLOAT:
             s = self.mod.fresh("s")

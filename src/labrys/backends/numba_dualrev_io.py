@@ -24,6 +24,18 @@ element) captured where the version needs it.  The count of the input's reals
 generated code.  The output seeding walks the output's dual the same way: one
 loop per Float column, element i's backpropagator applied to (or staged with)
 the cotangent's element i, the lengths checked against the cotangent's.
+
+Note [Staged duals of nested vectors of tuples]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A ``Vec (Vec (Tuple Integer Float))`` input (ADBench hand's skinning weights) is a
+nested struct of arrays, flat columns and offsets (Note [Nested struct of arrays] in
+numba_nested.py); its dual keeps the offsets and the non-Float columns, and each Float
+column becomes its values followed by the image's flat int64 columns ([IDs,] tags,
+slots), since a flattened ``(Tuple Float image)`` leaf is those numbers in that order.
+The q-th real of tuple j is at position ``pos + j·f + q`` of c, f the reals per tuple,
+which is where dualrevtape's Deinterleave of the same struct reads it back.  Float
+nests of any depth (hand's base relatives, ``Vec (Vec (Vec Float))``) are raveled as
+a matrix is, with one offsets array per level from the array's shape.
 """
 from __future__ import annotations
 
@@ -32,9 +44,10 @@ from typing import Callable
 from ..ir import nodes as ir
 from ..ir.types import BOOL, FLOAT, INTEGER, STRING, TTensor, TTuple, Type
 from ..types.tangent import is_constant_tangent
+from .numba_nested import nested_count, t_elem
 from .numba_soa import element
 from .numba_tape import _floats_per_element
-from .numba_types import Unsupported, array_rank, is_soa
+from .numba_types import Unsupported, array_rank, is_soa, soa_leaves, soa_matrix, soa_rank
 
 Seed = Callable[[object, str, str], None]  # (emitter, backpropagator, cotangent): emits one output's seeding
 
@@ -51,14 +64,21 @@ def count_reals(x: str, t: Type, e: ir.Call) -> str:
         return f"{x}.shape[0]"
     if is_soa(t) and isinstance(t.elem, TTuple):
         return f"{x}[0] * {_floats_per_element(t.elem, e.span)}"
-    if _matrix(t):
+    if _float_nest(t):
         return f"{x}.size"
+    if soa_matrix(t):
+        return f"{nested_count(x, t)} * {_floats_per_element(t_elem(t), e.span)}"
     raise Unsupported(f"a staged dualrev version's input of type {t}", e.span)
 
 
 def _matrix(t: Type) -> bool:
     """``Vec (Vec Float)``: a 2-D array, its dual a nested struct of arrays of rank 2."""
     return isinstance(t, TTensor) and t.rank == 1 and isinstance(t.elem, TTensor) and array_rank(t) == 2
+
+
+def _float_nest(t: Type) -> bool:
+    """``Vec (Vec … Float)``, two or more deep: an N-D array, its dual a nested struct of arrays."""
+    return isinstance(t, TTensor) and t.rank == 1 and isinstance(t.elem, TTensor) and (array_rank(t) or 0) >= 2
 
 
 class StagedIOMixin:
@@ -95,13 +115,35 @@ class StagedIOMixin:
             self.emit(f"{d} = {value}")
             self.emit(f"{pos} += {x}[0] * {r}")
             return d
-        if _matrix(t):  # row-major, as Deinterleave reshapes c's slice
+        if _float_nest(t):  # row-major, as Deinterleave reshapes c's slice; offsets from x's shape
             flat, n = self.mod.fresh("flat"), self.mod.fresh("n")
-            self.emit(f"{flat} = {x}.ravel()")
+            self.emit(f"{flat} = _np.ascontiguousarray({x}).ravel()")
             self.emit(f"{n} = {flat}.shape[0]")
             vals, leaves = self._column(v, flat, n, a, pos, "1", 0)
             self.emit(f"{pos} += {n}")
-            return f"({x}.shape[0], _np.arange({x}.shape[0] + 1) * {x}.shape[1], {vals}, {', '.join(leaves)})"
+            offsets, count = [], f"{x}.shape[0]"
+            for d in range(1, array_rank(t)):
+                offsets.append(f"_np.arange({count} + 1) * {x}.shape[{d}]")
+                count = f"{count} * {x}.shape[{d}]"
+            return f"({x}.shape[0], {', '.join(offsets)}, {vals}, {', '.join(leaves)})"
+        if soa_matrix(t):  # Note [Staged duals of nested vectors of tuples]
+            r, f = soa_rank(t), _floats_per_element(t_elem(t), e.span)
+            n = self.mod.fresh("n")
+            self.emit(f"{n} = {nested_count(x, t)}")
+            parts, q = [f"{x}[{d}]" for d in range(r)], 0
+            for c, (_, u) in enumerate(soa_leaves(t)):
+                col = f"{x}[{r + c}]"
+                if u == FLOAT:
+                    vals, leaves = self._column(v, col, n, a, pos, str(f), q)
+                    parts += [vals, *leaves]
+                    q += 1
+                elif u in (INTEGER, BOOL):
+                    parts.append(col)
+                else:
+                    raise Unsupported(f"a staged dualrev version's input with vector elements of type {t_elem(t)}",
+                                      e.span)
+            self.emit(f"{pos} += {n} * {f}")
+            return "(" + ", ".join(parts) + ")"
         raise Unsupported(f"a staged dualrev version's input of type {t}", e.span)
 
     def _soa_dual(self, v: str, x: str, et: TTuple, a: str, pos: str, r: str, q: list[int], e: ir.Call) -> str:

@@ -153,9 +153,10 @@ def nested_count(x: str, t: TTensor) -> str:
     return f"{x}[{soa_rank(t) - 1}][-1]"
 
 
-def nested_dual(x: str, t: TTensor, first: str) -> str:
+def nested_dual(x: str, t: TTensor, first: str, contribs: bool = False) -> str:
     """dualrevtape's Interleave of the nested struct of arrays x (Note [Deltas on the tape]): each
-    Float column paired with IDs, the q-th real of tuple j getting first + j·f + q; other columns shared."""
+    Float column paired with IDs, the q-th real of tuple j getting first + j·f + q; other columns shared
+    (with ``contribs``, dualrev's (ID, Contrib) pairs: a column of empty Contribs after each IDs column)."""
     r, leaves = soa_rank(t), soa_leaves(t)
     f = sum(e == FLOAT for _, e in leaves)
     parts, q = [f"{x}[{d}]" for d in range(r)], 0
@@ -163,6 +164,7 @@ def nested_dual(x: str, t: TTensor, first: str) -> str:
         col = f"{x}[{r + c}]"
         if e == FLOAT:
             parts += [f"{col}.copy()", f"{first} + {f} * _np.arange({col}.shape[0]) + {q}"]
+            parts += [f"_np.zeros({col}.shape[0], _np.int64)"] if contribs else []
             q += 1
         else:
             parts.append(col)

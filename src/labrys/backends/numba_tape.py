@@ -202,10 +202,10 @@ class TapeMixin:
             return self._soa_ids(x, t, f"{first}", r, [0], e)
         if isinstance(t, TSum):
             return self._sum(x, t, lambda em, v, u: em.interleave(v, u, e), lambda em, v, u: _unseeded(em, v, u, e))
-        if soa_matrix(t) and e.func not in CONTRIB_IO:  # Note [Nested struct of arrays] in numba_nested.py
+        if soa_matrix(t):  # Note [Nested struct of arrays] in numba_nested.py
             first = self.mod.fresh("id")
             self.emit(f"{first} = _drt_ids(_tape, {nested_count(x, t)} * {_floats_per_element(t_elem(t), e.span)})")
-            return nested_dual(x, t, first)
+            return nested_dual(x, t, first, contribs=e.func in CONTRIB_IO)
         if _nested_vec(t):  # a matrix (or deeper): Note [Nested struct of arrays]
             first = self.mod.fresh("id")
             self.emit(f"{first} = _drt_ids(_tape, {x}.size)")
