@@ -11,7 +11,7 @@ from ..ir import nodes as ir
 from ..ir.traverse import free_vars, map_bottom_up, nodes
 from ..ir.types import FLOAT, INTEGER, UNIT, TLam, TTuple, Type
 from ..util.deep import deep
-from .chad_lower import _args, _tangent, sizeless
+from .chad_lower import _args, _tangent, sizeless, spell_out_zeros
 
 _MAX_SHAPE_DEPTH = 64
 
@@ -79,6 +79,8 @@ class Shapes:
         while isinstance(other, ir.Let):
             bound = bound | set(_binders(other))
             other = other.body
+        if isinstance(other, ir.If):  # an if nested in the other branch: shaped like either of its branches
+            return self.fill(self.fill(e, other.then, bound, depth + 1), other.orelse, bound, depth + 1)
         match e:
             case ir.Call("chadZero") if e.type is not None and not sizeless(e.type):
                 like = self.like(other, bound)
@@ -374,4 +376,4 @@ def shape_sums(e: ir.Expr, fresh) -> ir.Expr:
                 and any(_has_unshaped_zero(y) or isinstance(_tail(y), ir.Tuple) for y in x.arg.elems):
             return add_parts(*x.arg.elems, fresh)
         return x
-    return map_bottom_up(e, rewrite)
+    return spell_out_zeros(map_bottom_up(e, rewrite), fresh)  # Note [Zeros of vectors of records]

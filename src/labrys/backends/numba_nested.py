@@ -128,7 +128,8 @@ def nested_type_source(t: TTensor) -> str:
     r = soa_rank(t)
     cols = [f"_nt.Array(_nt.{'boolean' if e == BOOL else 'int64' if e in COLUMN_DTYPES else 'float64'}, 1, 'C')"
             for e in columns(t)]
-    return "_nt.Tuple((_nt.int64, " + "".join(f"{c}, " for c in ["_nt.Array(_nt.int64, 1, 'C')"] * (r - 1) + cols) + "))"
+    offsets = ["_nt.Array(_nt.int64, 1, 'C')"] * (r - 1)
+    return "_nt.Tuple((_nt.int64, " + "".join(f"{c}, " for c in offsets + cols) + "))"
 
 
 def nested_placeholder(t: TTensor) -> str:
