@@ -128,3 +128,20 @@ def test_unit_leaves_in_tangent_tuples_compile(caplog):
     np.testing.assert_array_equal(total[1], [4.0, 6.0])
     with pytest.raises(labrys.LabrysError, match="sizes differ"):
         m.a((((), [(), ()]), np.array([1.0, 2.0])), (((), [()]), np.array([3.0, 4.0])))
+
+
+def test_hand_chadfwd_compiles_and_matches_fwd(caplog):
+    """ADBench hand's chadfwd Jacobian on compiled (it used to fail with the heap's TypeError): no
+    note, equal to Knossos fwd's Jacobian (another algorithm) and to central finite differences."""
+    from pathlib import Path
+
+    from labrys.adbench import program, read_hand
+    from labrys.adbench.hand import fd_check, hand_jacobian
+    data = read_hand(Path(__file__).resolve().parents[1] / "data" / "adbench" / "hand" / "test.txt")
+    compiled = program("hand", backend="compiled")
+    with caplog.at_level(logging.INFO, logger="labrys"):
+        jac = hand_jacobian(compiled, data, "chadfwd")
+    assert _notes(caplog) == []
+    assert jac.shape == (3 * data.points.shape[0], data.theta.size)
+    np.testing.assert_allclose(jac, hand_jacobian(compiled, data, "fwd"), rtol=1e-12, atol=1e-13)
+    assert fd_check(compiled, data, jac) < 1e-6

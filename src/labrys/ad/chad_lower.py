@@ -91,7 +91,11 @@ def sizeless(t: Type) -> bool:
 
 def reals(t: Type) -> bool:
     """A linear type ts_add adds: Float, (Tuple), and tuples and tensors of them at any depth
-    (vectors of tuples among them: a record's cotangent, an Integer field's unit included)."""
+    (vectors of tuples among them: a record's cotangent, an Integer field's unit included).
+    A copower !A ⊗ W has the type of such a vector, Vec (Tuple A W), but its + is
+    concatenation: it never reaches a lowered def, since copowers come only from chadCopow
+    (no lowering) or from a translation with a function-typed parameter or result (never
+    lowered, ad/chad.py's _not_first_order), and Note [All or nothing] keeps such a def whole."""
     if isinstance(t, TTensor):
         return reals(t.elem)
     if isinstance(t, TTuple):
