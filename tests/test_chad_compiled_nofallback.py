@@ -90,7 +90,7 @@ BONES = """
 """
 
 
-@pytest.mark.parametrize("bone, rows", [(0, {}), (2, {6: 1.0, 7: 2.0}), (3, {7: 1.0})])
+@pytest.mark.parametrize("bone, rows", [(0, {}), (2, {6: 1.0, 7: 2.0}), (3, {8: 1.0})])
 def test_chadrev_zero_shaped_by_a_nested_if(caplog, bone, rows):
     theta = np.linspace(0.1, 2.6, 26)
     m = labrys.load(BONES, backend="compiled")
@@ -98,7 +98,7 @@ def test_chadrev_zero_shaped_by_a_nested_if(caplog, bone, rows):
         d = m.derive("chadrev", "bone_angles")
         got, unit = d(((theta, bone), (1.0, 2.0)))
     assert _notes(caplog) == []
-    want = np.zeros(26)  # by hand: the one-hots of the indices the branch reads
+    want = np.zeros(26)  # by hand: b = 2 reads theta[6], theta[7]; b = 3 (k = 2) reads theta[8]
     for i, x in rows.items():
         want[i] = x
     np.testing.assert_array_equal(got, want)
