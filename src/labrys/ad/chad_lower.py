@@ -90,9 +90,14 @@ def sizeless(t: Type) -> bool:
 
 
 def reals(t: Type) -> bool:
-    """A linear type ts_add adds: Float, (Tuple), tensors of reals and tuples of them."""
+    """A linear type ts_add adds: Float, (Tuple), and tuples and tensors of them at any depth
+    (vectors of tuples among them: a record's cotangent, an Integer field's unit included).
+    A copower !A ⊗ W has the type of such a vector, Vec (Tuple A W), but its + is
+    concatenation: it never reaches a lowered def, since copowers come only from chadCopow
+    (no lowering) or from a translation with a function-typed parameter or result (never
+    lowered, ad/chad.py's _not_first_order), and Note [All or nothing] keeps such a def whole."""
     if isinstance(t, TTensor):
-        return t.elem == FLOAT or isinstance(t.elem, TTensor) and reals(t.elem)
+        return reals(t.elem)
     if isinstance(t, TTuple):
         return all(reals(e) for e in t.elems)
     return t == FLOAT or t == UNIT
@@ -146,6 +151,8 @@ class _Lowering:
                 return ir.Tuple((), type=UNIT)
             if t == FLOAT:
                 return ir.Call("add", x.arg, type=t, span=x.span)
+            if reals(t) and _holds_records(t) and len(args) == 2:  # Note [Zeros of vectors of records]
+                return self.spelt_add(args[0], args[1], t, x.span)
             return ir.Call("ts_add", x.arg, type=t, span=x.span) if reals(t) else x
         if f in ("chadOpen",):
             return args[0]
@@ -168,6 +175,22 @@ class _Lowering:
         if f == "chadDense":
             return args[1]
         return x
+
+    def spelt_add(self, a: ir.Expr, b: ir.Expr, t: Type, span) -> ir.Expr:
+        """a + b in t, a vector of tuples as a build of the elements' sums (sizes checked)."""
+        if not _holds_records(t) or not (isinstance(t, TTuple) or isinstance(t, TTensor) and t.rank == 1):
+            return ir.Call("ts_add", ir.Tuple((a, b)), type=t, span=span)
+        ga, gb = self.fresh("a"), self.fresh("b")
+        if isinstance(t, TTuple):
+            n = len(t.elems)
+            body = ir.Tuple(tuple(self.spelt_add(ir.Get(k + 1, n, V(ga)), ir.Get(k + 1, n, V(gb)), e, span)
+                                  for k, e in enumerate(t.elems)))
+        else:
+            i = self.fresh("i")
+            each = self.spelt_add(C("index", V(i), V(ga)), C("index", V(i), V(gb)), t.elem, span)
+            body = ir.Assert(C("eq", C("size", V(ga)), C("size", V(gb))),
+                             C("build", C("size", V(ga)), ir.Lam(i, INTEGER, each)), span=span or self.span)
+        return ir.Let(ga, a, ir.Let(gb, b, body))
 
     def zero_like(self, x: ir.Expr, t: Type) -> ir.Expr:
         """ts_zero x, x named (a call whose argument is a tuple literal reads as several arguments)."""
@@ -261,7 +284,47 @@ class _Lowering:
 def lower_body(e: ir.Expr, fresh, span=None) -> ir.Expr:
     """The rewrite of every linear former that has a first-order lowering (e typed); span: the
     def's, for the errors of the lowered code."""
-    return map_bottom_up(e, _Lowering(fresh, span).rewrite)
+    return spell_out_zeros(map_bottom_up(e, _Lowering(fresh, span).rewrite), fresh)
+
+
+def _holds_records(t: Type) -> bool:
+    """A vector of non-empty tuples somewhere in t (Note [Zeros of vectors of records])."""
+    if isinstance(t, TTuple):
+        return any(_holds_records(e) for e in t.elems)
+    if isinstance(t, TTensor):
+        return bool(isinstance(t.elem, TTuple) and t.elem.elems) or _holds_records(t.elem)
+    return False
+
+
+def _spelt_zero(x: ir.Expr, t: Type, fresh) -> ir.Expr:
+    """Note [Zeros of vectors of records]: the zero tangent of x : t, a vector of tuples as a build."""
+    if not _holds_records(t) or not (isinstance(t, TTuple) or isinstance(t, TTensor) and t.rank == 1):
+        return ir.Call("ts_zero", x, type=_tangent(t))
+    g = fresh("g")
+    if isinstance(t, TTuple):
+        body = ir.Tuple(tuple(_spelt_zero(ir.Get(k + 1, len(t.elems), V(g), type=e), e, fresh)
+                              for k, e in enumerate(t.elems)))
+    else:
+        i = fresh("i")
+        body = C("build", C("size", V(g)), ir.Lam(i, INTEGER, _spelt_zero(C("index", V(i), V(g)), t.elem, fresh)))
+    return ir.Let(g, x, body)
+
+
+@deep
+def spell_out_zeros(e: ir.Expr, fresh) -> ir.Expr:
+    """Note [Zeros of vectors of records]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    ``ts_zero x`` whose x holds a vector of tuples (a record with an Integer field, ADBench
+    hand's skinning weights ``Vec (Vec (Tuple Integer Float))``) is written out: a tuple of
+    its parts' zeros, and a vector's as ``build (size v) (lam i <zero of (index i v)>)``.
+    The same value; the compiled backend builds vectors of tuples as structs of arrays but
+    has no ``ts_zero`` of one (e typed)."""
+    def rewrite(x: ir.Expr) -> ir.Expr:
+        if isinstance(x, ir.Call) and x.func == "ts_zero" and x.arg.type is not None \
+                and not isinstance(x.arg, ir.Tuple) and _holds_records(x.arg.type):
+            return _spelt_zero(x.arg, x.arg.type, fresh)
+        return x
+    return map_bottom_up(e, rewrite)
 
 
 @deep

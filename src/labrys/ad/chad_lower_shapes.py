@@ -8,9 +8,10 @@ the other branch (the rewrite itself: chad_lower_sums.py).
 from __future__ import annotations
 
 from ..ir import nodes as ir
-from ..ir.traverse import free_vars, nodes
-from ..ir.types import FLOAT, UNIT, TTuple, Type
-from .chad_lower import _tangent, sizeless
+from ..ir.traverse import free_vars, map_bottom_up, nodes
+from ..ir.types import FLOAT, INTEGER, UNIT, TLam, TTuple, Type
+from ..util.deep import deep
+from .chad_lower import _args, _tangent, sizeless, spell_out_zeros
 
 _MAX_SHAPE_DEPTH = 64
 
@@ -78,6 +79,8 @@ class Shapes:
         while isinstance(other, ir.Let):
             bound = bound | set(_binders(other))
             other = other.body
+        if isinstance(other, ir.If):  # an if nested in the other branch: shaped like either of its branches
+            return self.fill(self.fill(e, other.then, bound, depth + 1), other.orelse, bound, depth + 1)
         match e:
             case ir.Call("chadZero") if e.type is not None and not sizeless(e.type):
                 like = self.like(other, bound)
@@ -198,3 +201,179 @@ def _binders(x: ir.Expr) -> tuple[str, ...]:
 
 def _all_binders(e: ir.Expr) -> set[str]:
     return {name for x in nodes(e) for name in _binders(x)}
+
+
+def _zero_part(x: ir.Expr) -> bool:
+    """A part of a Σ's body that is a zero: the same in every iteration, so taken out of the Σ."""
+    return (isinstance(x, ir.Call) and x.func == "ts_zero") or (isinstance(x, ir.Tuple) and not x.elems) \
+        or (isinstance(x, ir.Const) and x.ctype == FLOAT and x.value == 0.0)
+
+
+def hoist_zero_parts(x: ir.Call, fresh) -> ir.Expr | None:
+    """Note [Zeros out of a Σ]: ``Σ_i (let … in <a_i, 0_x, b_i>)`` as
+    ``let s = Σ_i (let … in <a_i, b_i>) in <get$1$2 s, ts_zero x, get$2$2 s>`` (None: nothing to take out).
+    The Σ's shape γ, if it has one, is taken apart the same way."""
+    n, f, *shape = _args(x)
+    lets, tail = [], f.body
+    while isinstance(tail, ir.Let):
+        lets.append(tail)
+        tail = tail.body
+    if not isinstance(tail, ir.Tuple):
+        return None
+    inner = {f.var} | {b for let in lets for b in _binders(let)}
+    kept: list[ir.Expr] = []
+    kept_shapes: list[ir.Expr | None] = []
+
+    def part_of(g: ir.Expr | None, k: int, size: int) -> ir.Expr | None:
+        if g is None:
+            return None
+        if isinstance(g, ir.Tuple):
+            return g.elems[k]
+        return ir.Get(k + 1, size, g, type=g.type.elems[k]) if isinstance(g.type, TTuple) else None
+
+    def walk(t: ir.Expr, g: ir.Expr | None):  # the tuple tree: a leaf is kept (its index) or taken out (itself)
+        if isinstance(t, ir.Tuple) and t.elems:
+            return tuple(walk(p, part_of(g, k, len(t.elems))) for k, p in enumerate(t.elems))
+        if _zero_part(t) and not (free_vars(t) & inner):
+            return t
+        kept.append(t)
+        kept_shapes.append(g)
+        return len(kept) - 1
+    tree = walk(tail, shape[0] if shape else None)
+    if not any(isinstance(leaf, ir.Expr) for leaf in _leaves(tree)):
+        return None
+    if not kept:
+        return _rebuild(tree, None, ())
+    flat = kept[0] if len(kept) == 1 else ir.Tuple(tuple(kept), type=TTuple(tuple(k.type for k in kept)))
+    body = flat
+    for let in reversed(lets):
+        body = ir.Let(let.binder, let.rhs, body, type=flat.type, span=let.span)
+    like: tuple[ir.Expr, ...] = ()
+    if shape and all(g is not None for g in kept_shapes):
+        like = (kept_shapes[0] if len(kept) == 1 else
+                ir.Tuple(tuple(kept_shapes), type=TTuple(tuple(g.type for g in kept_shapes))),)
+    total = ir.Call("chadSumBuild", ir.Tuple((n, ir.Lam(f.var, f.var_type, body, type=TLam(f.var_type, flat.type)),
+                                              *like)), type=flat.type, span=x.span)
+    s = fresh("s")
+    return ir.Let(s, total, _rebuild(tree, ir.Var(s, type=flat.type), kept), type=x.type, span=x.span)
+
+
+def _leaves(tree):
+    stack = [tree]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, tuple):
+            stack.extend(t)
+        else:
+            yield t
+
+
+def _rebuild(tree, s: ir.Expr | None, kept) -> ir.Expr:
+    if isinstance(tree, tuple):
+        parts = tuple(_rebuild(t, s, kept) for t in tree)
+        return ir.Tuple(parts, type=TTuple(tuple(p.type for p in parts)))
+    if isinstance(tree, ir.Expr):
+        return tree
+    return s if len(kept) == 1 else ir.Get(tree + 1, len(kept), s, type=kept[tree].type)
+
+
+# Note [Zeros out of a Σ]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# A Σ over the elements of a build or sumbuild (the binder rule of §10) adds, in every
+# iteration, the whole context's cotangent, whose parts for the context variables the
+# element does not use are zeros (``ts_zero x`` once lowered: x is the primal, in scope).
+# Adding them n times would cost n times the size of x (Pitfall 5 of CHAD: quadratic
+# builds), so the parts of the body's tuple that are such zeros are taken out of the Σ,
+# which then sums only the parts that depend on the iteration.
+
+
+def _tail(x: ir.Expr) -> ir.Expr:
+    while isinstance(x, ir.Let):
+        x = x.body
+    return x
+
+
+def _unshaped_zero(x: ir.Expr) -> bool:
+    return isinstance(x, ir.Call) and x.func == "chadZero"
+
+
+def _has_unshaped_zero(x: ir.Expr) -> bool:
+    """A zero (symbolic or shaped) among the parts of x's tuple tree (looking through lets only)."""
+    stack = [x]
+    while stack:
+        y = stack.pop()
+        if _unshaped_zero(y) or _zero_part(y):
+            return True
+        if isinstance(y, ir.Tuple):
+            stack.extend(y.elems)
+        elif isinstance(y, ir.Let):
+            stack.append(y.body)
+    return False
+
+
+def add_parts(a: ir.Expr, b: ir.Expr, fresh) -> ir.Expr:
+    """Note [Zeros out of a Σ], for +: ``a + b`` of a linear type with a zero part or a tuple
+    literal on one side, as the sum of the parts (Table 1's plusPair and plusLet, the unit law
+    on the zero parts), so a zero part costs nothing and no ts_add adds literal tuples."""
+    if _zero_part(a) or _unshaped_zero(a):
+        return b
+    if _zero_part(b) or _unshaped_zero(b):
+        return a
+    if isinstance(a, ir.Let):
+        return ir.Let(a.binder, a.rhs, add_parts(a.body, b, fresh), type=a.type, span=a.span)
+    if isinstance(b, ir.Let):
+        return ir.Let(b.binder, b.rhs, add_parts(a, b.body, fresh), type=b.type, span=b.span)
+    t = a.type or b.type
+    if isinstance(t, TTuple) and t.elems and (isinstance(a, ir.Tuple) or isinstance(b, ir.Tuple)):
+        names, parts = [], []
+        for side in (a, b):
+            if isinstance(side, ir.Tuple):
+                parts.append(side.elems)
+            else:  # named, then taken apart
+                v = fresh("p")
+                names.append((v, side))
+                whole = ir.Var(v, type=t)
+                parts.append(tuple(ir.Get(k + 1, len(t.elems), whole, type=e) for k, e in enumerate(t.elems)))
+        out: ir.Expr = ir.Tuple(tuple(add_parts(x, y, fresh) for x, y in zip(*parts)), type=t)
+        for v, side in reversed(names):
+            out = ir.Let(v, side, out, type=t)
+        return out
+    if t == FLOAT:
+        return ir.Call("add", ir.Tuple((a, b), type=TTuple((t, t))), type=t)
+    if t == UNIT:
+        return ir.Tuple((), type=UNIT)
+    return ir.Call("ts_add", ir.Tuple((a, b), type=TTuple((t, t))), type=t)
+
+
+@deep
+def shape_sums(e: ir.Expr, fresh) -> ir.Expr:
+    """The Σs left by the first rewrite whose zero is shaped like a primal value: ts_sumbuild."""
+    shapes = Shapes(e, fresh)
+
+    def total(x: ir.Call) -> ir.Expr:
+        n, f, *shape = _args(x)
+        if sizeless(x.type) and n.type == INTEGER:
+            return ir.Call("sumbuild", ir.Tuple((n, f)), type=x.type, span=x.span)
+        if n.type == INTEGER and shape and _tangent(shape[0].type) == x.type:
+            return ir.Call("ts_sumbuild", ir.Tuple((n, f, shape[0])), type=x.type, span=x.span)
+        if n.type == INTEGER:
+            like = shapes.like(f.body, {f.var})
+            if like is not None and _HOLE not in free_vars(like) and _tangent(like.type) == x.type:
+                return ir.Call("ts_sumbuild", ir.Tuple((n, f, like)), type=x.type, span=x.span)
+        return x
+
+    def rewrite(x: ir.Expr) -> ir.Expr:
+        if isinstance(x, ir.If) and x.type is not None:  # a zero in one branch, shaped like the other
+            return ir.If(x.cond, shapes.fill(x.then, x.orelse, set()), shapes.fill(x.orelse, x.then, set()),
+                         type=x.type, span=x.span)
+        if isinstance(x, ir.Call) and x.func == "chadSumBuild" and x.type is not None \
+                and isinstance(_args(x)[1], ir.Lam):
+            hoisted = hoist_zero_parts(x, fresh)
+            if isinstance(hoisted, ir.Let):
+                return ir.Let(hoisted.binder, total(hoisted.rhs), hoisted.body, type=x.type, span=x.span)
+            return hoisted if hoisted is not None else total(x)
+        if isinstance(x, ir.Call) and x.func == "ts_add" and isinstance(x.arg, ir.Tuple) and len(x.arg.elems) == 2 \
+                and any(_has_unshaped_zero(y) or isinstance(_tail(y), ir.Tuple) for y in x.arg.elems):
+            return add_parts(*x.arg.elems, fresh)
+        return x
+    return spell_out_zeros(map_bottom_up(e, rewrite), fresh)  # Note [Zeros of vectors of records]

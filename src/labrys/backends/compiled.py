@@ -190,6 +190,8 @@ class CompiledBackend(PythonBackend):
         try:
             heap = (boundary.heap_type(),) if boundary else ()
             fn = compiled_function(text, entry, tuple(numba_type(p.type) for p in d.params) + heap)
+            if boundary:  # compiled now, so that a refusal is a fallback here, not an error on the first call
+                boundary.new_heap()
         except LabrysError:
             raise
         except Exception as exc:  # Numba refused the generated code (Note [Compiled fallback])

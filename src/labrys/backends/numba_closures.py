@@ -332,7 +332,7 @@ def type_source(t: Type) -> str:
     """Source of the Numba type representing t (as ``numba_type`` in compiled.py), for the
     heap's typed lists."""
     from ..ir.types import BOOL, CONTRIB, DELTA, FLOAT, STRING
-    from .numba_types import array_rank, is_soa
+    from .numba_types import array_rank, is_soa, soa_rank
     if t in (FLOAT, INTEGER, BOOL, STRING, DELTA, CONTRIB):  # a Delta, a Contrib: tape nodes (numba_tape.py)
         return {FLOAT: "_nt.float64", BOOL: "_nt.boolean", STRING: "_nt.unicode_type"}.get(t, "_nt.int64")
     if isinstance(t, TLam):
@@ -346,8 +346,13 @@ def type_source(t: Type) -> str:
     if is_soa(t):
         from .numba_soa import soa_type_source
         return soa_type_source(t)
-    if isinstance(t, TTensor) and t.elem == INTEGER:
+    if soa_rank(t):  # Note [Nested struct of arrays] in numba_nested.py
+        from .numba_nested import nested_type_source
+        return nested_type_source(t)
+    if isinstance(t, TTensor) and t.elem in (INTEGER, DELTA, CONTRIB):
         return f"_nt.Array(_nt.int64, {t.rank}, 'C')"
+    if array_rank(t) is None:  # no machine form: refused here, not by Numba on the first call
+        raise Unsupported(f"a captured value of type {t}", None)
     return f"_nt.Array(_nt.float64, {array_rank(t)}, 'C')"
 
 

@@ -123,6 +123,15 @@ def nested_numba_type(t: TTensor) -> Any:
     return types.Tuple((types.int64, *[types.Array(types.int64, 1, "C")] * (r - 1), *cols))
 
 
+def nested_type_source(t: TTensor) -> str:
+    """Source of :func:`nested_numba_type` (the heap's typed lists, .numba_closures)."""
+    r = soa_rank(t)
+    cols = [f"_nt.Array(_nt.{'boolean' if e == BOOL else 'int64' if e in COLUMN_DTYPES else 'float64'}, 1, 'C')"
+            for e in columns(t)]
+    offsets = ["_nt.Array(_nt.int64, 1, 'C')"] * (r - 1)
+    return "_nt.Tuple((_nt.int64, " + "".join(f"{c}, " for c in offsets + cols) + "))"
+
+
 def nested_placeholder(t: TTensor) -> str:
     """Source of an empty nested struct of arrays (the absent side of a sum)."""
     offsets = ["_np.zeros(1, _np.int64)"] * (soa_rank(t) - 1)

@@ -43,7 +43,7 @@ from .numba_rfold import RFoldMixin
 from .numba_scratch import ScratchMixin
 from .numba_soa import SoaMixin
 from .numba_sums import SumMixin
-from .numba_tangents import SparseSum, TangentMixin, rebuild
+from .numba_tangents import SparseSum, TangentMixin, rebuild, units_only
 from .numba_tape import TAPE_PRIMITIVES, TapeMixin, tape_boundary, tape_entry
 from .numba_types import Orchestration, Unsupported, array_rank, float_tensor, involves_soa, representable
 from .pysource import Emitter, Function, PyModuleSource
@@ -337,6 +337,10 @@ class LoopEmitter(StagedMixin, ScratchMixin, BogTapeMixin, TapeMixin, Delta1Mixi
         if self.delta1_call(t, name, args, e):  # Note [deltarev1 compiled]
             return
         if self.bog_tape_call(t, name, args, e):  # Note [Recursive BOGs] in labrys.ad.bog_types
+            return
+        if name in ("ts_zero", "ts_add", "ts_scale", "ts_neg") and isinstance(e.type, TTuple) \
+                and units_only(e.type) and all(units_only(a.type) for a in args):
+            self.emit(f"{t} = {self.tangent_primitive(name, args, e.type)}")  # Note [Units in tangent tuples]
             return
         if (involves_soa(e.type) or any(involves_soa(a.type) for a in args)) and name not in MAKES_SOA:
             return self.soa_call(t, name, args, e)  # Note [Struct of arrays]

@@ -21,6 +21,18 @@ from dataclasses import dataclass, field
 from ..ir import nodes as ir
 from ..ir.traverse import nodes
 from ..ir.types import FLOAT, INTEGER, TTensor, TTuple, Type
+from .numba_types import UNITS, involves_soa
+
+VEC_INTEGER = TTensor(1, INTEGER)
+
+# Note [Units in tangent tuples]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The tangent of a ``Vec Integer`` is a ``Vec (Tuple)``, whose only datum is its length
+# (numba_soa.unit_tangent); CHAD's lowered cotangents of a context holding an Integer vector
+# are tuples with such a leaf beside Float arrays (ADBench hand's ``ts_zero`` of the context
+# (Tuple (Tuple (Tuple) (Vec Integer)) (Vec (Vec (Vec Float))))).  The tangent primitives work
+# leaf by leaf, so such a leaf is its length: ts_zero of the Integer vector is (n,), ts_add
+# checks that the two lengths agree, and ts_scale / ts_neg leave it as it is.
 
 _SPARSE_MAKERS = ("ts_delta", "deltaVec", "ts_add")
 
@@ -369,6 +381,9 @@ class TangentMixin:
         names = []
         for path, leaf in leaves(args[-1].type if name != "ts_add" else args[0].type):
             a = f"{xs[0]}{path}"
+            if leaf in (UNITS, VEC_INTEGER):  # Note [Units in tangent tuples]
+                names.append(self.unit_leaf(name, leaf, a, f"{xs[-1]}{path}"))
+                continue
             if name == "ts_add":
                 b = f"{xs[1]}{path}"
                 code = f"{a} + _shaped({b}, {a})" if _is_array(leaf) else f"{a} + {b}" if leaf == FLOAT else a
@@ -380,6 +395,16 @@ class TangentMixin:
                 code = "0.0" if leaf == FLOAT else f"_np.zeros({a}.shape)" if _is_array(leaf) else "()"
             names.append(self.named(code))
         return rebuild(result, names)
+
+    def unit_leaf(self, name: str, leaf: Type, a: str, last: str) -> str:
+        """Note [Units in tangent tuples]: a ``Vec Integer`` leaf (an int64 array) or its tangent, a
+        ``Vec (Tuple)`` (its length, ``(n,)``), in ts_zero / ts_add / ts_scale / ts_neg of a tuple."""
+        if name == "ts_zero":
+            return self.named(f"({a}.shape[0],)" if leaf == VEC_INTEGER else a)
+        if name == "ts_add" and leaf == UNITS:
+            self.emit(f"if {a}[0] != {last}[0]:")
+            self.indented().emit('raise ValueError("tensor sizes differ")')
+        return a if name == "ts_add" else last
 
     def dot(self, a: str, b: str, leaf: Type) -> str:
         if not _is_array(leaf):
@@ -394,3 +419,8 @@ class TangentMixin:
 
 def _indices(path: str) -> list[int]:
     return [int(k) for k in path.strip("[]").split("][")] if path else []
+
+
+def units_only(t: Type) -> bool:
+    """Whether t's only vectors of tuples are ``Vec (Tuple)`` leaves (Note [Units in tangent tuples])."""
+    return all(leaf in (UNITS, VEC_INTEGER) or not involves_soa(leaf) for _, leaf in leaves(t))
