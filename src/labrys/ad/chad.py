@@ -221,7 +221,9 @@ def _has_loop_and_bound_lambda(e: ir.Expr) -> bool:
 
 
 def _inline_loop_steps(d: ir.Def, work: Work) -> ir.Def:
-    d, inlined = inline_lowered_callees(d, work, TRANSLATIONS, translation_lowered)
+    # only reverse callees (Note [Lowered callees inlined]): inlining forward ones took hand's
+    # [chadF hand_objective] over the compiled backend's statement limit, for no measured gain
+    d, inlined = inline_lowered_callees(d, work, (chad_rev.TRANSLATION,), translation_lowered)
     if not inlined and not _has_loop_and_bound_lambda(d.body):
         return d
     try:
