@@ -33,6 +33,25 @@ def test_dot_is_its_hand_gradient_and_the_pool_gives_a_fresh_run(alg, table1):
     assert len(rt._POOL) <= rt.POOL_SIZE
 
 
+def test_dualrev_stages_on_the_pooled_tape_and_stale_contribs_do_not_leak(table1):
+    """dualrev's staging array of Contribs is a column of the pooled tape (Note [A pool of tapes]):
+    a second large call reuses the very array the first one left non-zero, and still gets the
+    hand gradient ∂(u·v)/∂u = v, ∂/∂v = u, scaled by the cotangent."""
+    rng = np.random.default_rng(5)
+    d = table1.derive("dualrev", "dot")
+    rt._POOL.clear()
+    staged = []
+    for n, dt in ((60_000, 1.0), (50_000, -0.5), (60_000, 3.0)):
+        u, v = rng.standard_normal(n), rng.standard_normal(n)
+        gu, gv = d((u, v), dt)
+        assert np.allclose(gu, dt * v, rtol=1e-13, atol=0) and np.allclose(gv, dt * u, rtol=1e-13, atol=0)
+        (tape,) = rt._POOL
+        staged.append(tape[4])
+        assert np.any(tape[4][:4 * n + 2] != 0)  # the Contribs staged by this call are still in the column
+    assert staged[0] is staged[1] is staged[2]
+    assert "[dualrev dot]" not in table1.backend.fallbacks
+
+
 def test_the_compiled_tape_has_one_id_per_real_and_op(table1):
     """Counted on the tape itself (its high-water marks), not timed: dot over n elements takes
     slot 0, 2n input IDs, the literal 0.0 and 2n ops (a product and a sum per element), whose
@@ -56,7 +75,7 @@ def test_the_pool_keeps_few_tapes_and_no_huge_one():
     taken = rt._pool_take(45_000, 90_000)  # the smallest that fits
     assert taken[0].shape[0] == rt.S + 50_000 + 2
     rt._POOL.clear()
-    big = (np.empty(rt.POOL_BYTES // 8 + 1),) * 4
+    big = (np.empty(rt.POOL_BYTES // 8 + 1),) * 5
     rt._pool_give(big)
     assert rt._POOL == []
 

@@ -93,8 +93,15 @@ def _drc_op2(tape, j1, c1, d1, j2, c2, d2):
 
 
 def _drc_staging(tape):
-    """The Contrib field of the staging array of the innermost run, every slot [] (indexed by ID − base)."""
-    return _np.zeros(tape[0][N] - _drt_base(tape), _np.int64)
+    """The Contrib field of the staging array of the innermost run, every slot [] (indexed by ID − base):
+    a view of the tape's own column, zeroed for the run, as its adjoints are (Note [A pool of tapes]);
+    for a run that did not fit (it is not swept), a fresh one in which the outputs can still be staged."""
+    base, top = _drt_base(tape), tape[0][N]
+    if top > tape[4].shape[0]:
+        return _np.zeros(top - base, _np.int64)
+    staged = tape[4][base:top]
+    staged[:] = 0
+    return staged
 
 
 def _drc_sweep(tape, adj, staged):
