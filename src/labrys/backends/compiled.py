@@ -49,7 +49,7 @@ from .closure_boundary import Boundary, closure_entry
 from .numba_closures import lam_types
 from .numba_nested import nested_from_machine, nested_numba_type, nested_to_machine
 from .numba_soa import nested, soa_from_machine, soa_numba_type, soa_to_machine
-from .numba_source import MAX_NODES, NumbaModuleSource
+from .numba_source import NumbaModuleSource
 from .numba_sums import sum_from_machine, sum_to_machine
 from .numba_tape import NeedsTape
 from .numba_types import (
@@ -59,6 +59,7 @@ from .numba_types import (
     in_ragged_variant,
     is_soa,
     mentions_nest,
+    oversized,
     ragged_variant,
     refusal,
     soa_rank,
@@ -146,26 +147,6 @@ def from_machine(t: Type) -> Callable[[Any], Any] | None:
     return None
 
 
-def oversized(d: ir.Def) -> Unsupported | None:
-    """Note [Oversized defs go to python first]
-    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-    A def of more than MAX_NODES nodes is refused by ``NumbaModuleSource.generate_def`` (Numba's compile
-    time grows faster than linearly), but only after the compiled backend has walked all
-    of it: whether a type in it mentions a BOG (twice: the def and its callee's entry),
-    and, once refused, whether it holds a vector of vectors of integers for the ragged
-    variant, which would be refused for its size too.  At 10^5 nested lets those walks
-    were 1.5-3.5 s of the compiled backend's time on top of python's.  So the size is
-    counted first, in the same pre-order as ``generate_def``, stopping at MAX_NODES + 1:
-    the refusal, or None (and a def that prints within those nodes is left to the
-    general path, which makes it an orchestrator exactly as before)."""
-    for k, x in enumerate(nodes(d.body)):
-        if x.__class__ is ir.Call and x.func == "print":
-            return None
-        if k > MAX_NODES:
-            return Unsupported(f"a body of more than {MAX_NODES} nodes", d.span)
-    return None
-
-
 class CompiledBackend(PythonBackend):
     name = "compiled"
 
@@ -175,7 +156,7 @@ class CompiledBackend(PythonBackend):
 
     def generate(self, d: ir.Def) -> Callable[[Any], Any]:
         """d compiled by Numba, or on the python backend with a note saying why."""
-        too_big = oversized(d)  # Note [Oversized defs go to python first]
+        too_big = oversized(d)  # Note [Oversized defs go to python first] in .numba_types
         if too_big is not None:
             return self.fall_back(d, f"{too_big} is not supported by the compiled backend")
         original, concrete, refused = d, self.concrete(d), None
