@@ -223,7 +223,8 @@ def run_isolated(text: str, timeout: float = 20.0, **kwargs: Any) -> Outcome:
     is a hang (CPU, not wall time: on a shared machine the wall clock mostly
     measures the neighbours).  The backstop for a child that stops using CPU
     (a deadlock, a sleep): after ten times ``timeout`` of wall time, a child that
-    used under 1% of ``timeout`` of CPU in the last ``timeout`` seconds, and any
+    ran or waited for a CPU under 1% of ``timeout`` in the last ``timeout`` seconds
+    (``_busy_seconds``), and any
     child after a hundred times ``timeout``.  The wall-clock backstop alone called a
     starved child of a two-line program hung under a load of 10 (the long run, 2026-11)."""
     r, w = os.pipe()
@@ -252,12 +253,13 @@ def run_isolated(text: str, timeout: float = 20.0, **kwargs: Any) -> Outcome:
         if ready:
             break
         waited += timeout
-        now = _cpu_seconds(pid)
+        now = _busy_seconds(pid)
         if waited >= 10 * timeout and (now is None or now - used < 0.01 * timeout or waited >= 100 * timeout):
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
             os.close(r)
-            return Outcome("hang", "run", f"no answer within {waited:g} s (stalled: {used:g} s of CPU)")
+            return Outcome("hang", "run", f"no answer within {waited:g} s (stalled: {used:g} s running "
+                                          "or waiting for a CPU)")
         used = now if now is not None else used
     chunks = []
     while chunk := os.read(r, 1 << 16):
@@ -269,6 +271,26 @@ def run_isolated(text: str, timeout: float = 20.0, **kwargs: Any) -> Outcome:
             return Outcome("hang", "run", f"no answer within {timeout:g} s of CPU time")
         return Outcome("bug", "run", f"the process died (status {status})")
     return Outcome(**json.loads(b"".join(chunks)))
+
+
+def _busy_seconds(pid: int) -> float | None:
+    """Seconds the child's threads ran or waited, runnable, for a CPU (Linux's
+    schedstat; its CPU time where there is none).  A starved child is runnable and
+    accumulates waiting time; a stalled one (deadlocked, asleep) accumulates neither.
+    CPU time alone called a niced child under a load of 7 hung: 5 s of CPU in 330 s
+    of wall time, on a one-line def (the long run of seed 9909)."""
+    total, found = 0, False
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        tasks = []
+    for tid in tasks:
+        try:
+            ran, waited, _ = Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()
+            total, found = total + int(ran) + int(waited), True
+        except (OSError, ValueError):
+            continue
+    return total / 1e9 if found else _cpu_seconds(pid)
 
 
 def _cpu_seconds(pid: int) -> float | None:

@@ -11,6 +11,7 @@ The suite's bounded run is tests/fuzz/test_fuzz_pipeline.py.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sys
 import time
@@ -47,6 +48,10 @@ def main() -> int:
     ap.add_argument("--out", default="fuzz-findings", help="folder for shrunk bugs (default fuzz-findings)")
     args = ap.parse_args()
     backends = tuple(args.backends.split(","))
+    # a compile cache of the run's own: the cache's lock serialises compiles across processes
+    # (Note [Compile cache]), and a child waiting minutes for another program's compile on a
+    # loaded machine neither runs nor waits for a CPU: the hang backstop called it stalled
+    os.environ.setdefault("LABRYS_CACHE_DIR", str(Path(args.out).resolve() / "compile-cache"))
     rnd = random.Random(args.seed)
     out = Path(args.out)
     seen: dict[tuple[str, str], Path] = {}

@@ -131,3 +131,30 @@ def test_hang_backstop_reads_cpu_time():
     spent = sum(i * i for i in range(300_000))  # some CPU of our own
     assert spent > 0 and harness._cpu_seconds(os.getpid()) > 0
     assert harness._cpu_seconds(2**22 + 12345) is None  # no such process
+
+
+def test_hang_backstop_tells_a_starved_child_from_a_stalled_one():
+    """A child that is runnable counts as busy whether it gets the CPU or waits for it
+    (a niced child on a loaded machine); a sleeping one does not (Linux schedstat)."""
+    import subprocess
+    import sys
+    import time
+
+    if not Path("/proc/self/task").exists():
+        pytest.skip("no /proc")
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)"],
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        assert sleeper.stdout.readline() == "ready\n"  # started: from here on it only sleeps
+        before = harness._busy_seconds(spinner.pid), harness._busy_seconds(sleeper.pid)
+        time.sleep(1.0)
+        after = harness._busy_seconds(spinner.pid), harness._busy_seconds(sleeper.pid)
+    finally:
+        spinner.kill()
+        sleeper.kill()
+        spinner.wait()
+        sleeper.wait()
+    # runnable throughout the second: about 1 s of running plus waiting, however loaded the machine
+    assert after[0] - before[0] > 0.5
+    assert after[1] - before[1] < 0.05

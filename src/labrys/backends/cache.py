@@ -101,13 +101,25 @@ class Entry:
     def __str__(self) -> str:
         return f"cache entry {self.source.stem} in {self.root}"
 
-    def numba_files(self) -> list[Path]:
+    def _pycache(self, temporary: bool) -> list[Path]:
         try:
             names = os.listdir(self.root / PYCACHE)
         except FileNotFoundError:
             return []
         prefix = f"labrys_{self.key}."
-        return sorted(self.root / PYCACHE / n for n in names if n.startswith(prefix) and ".tmp" not in n)
+        return sorted(self.root / PYCACHE / n for n in names if n.startswith(prefix) and (".tmp" in n) == temporary)
+
+    def numba_files(self) -> list[Path]:
+        return self._pycache(temporary=False)
+
+    def leftovers(self) -> list[Path]:
+        """Temporary files of interrupted writes of this entry (Note [Stale files of an entry])."""
+        prefix = f"labrys_{self.key}."
+        try:
+            ours = [self.root / n for n in os.listdir(self.root) if n.startswith(prefix) and n.endswith(".tmp")]
+        except FileNotFoundError:
+            ours = []
+        return sorted(ours) + self._pycache(temporary=True)
 
     def checksums(self) -> dict[str, str]:
         return {p.relative_to(self.root).as_posix(): _sha256(p) for p in [self.source, *self.numba_files()]}
@@ -116,6 +128,7 @@ class Entry:
         """Source file in place; True when Numba's files are recorded and intact (a warm load).
         Anything else is deleted, so Numba only ever reads verified files or none."""
         data = text.encode()
+        self.sweep()
         try:
             same = self.source.read_bytes() == data
         except FileNotFoundError:
@@ -133,6 +146,23 @@ class Entry:
             log.info("%s: %s; deleted and rebuilt", self, damage)
             self.purge()
         return not damage
+
+    # Note [Stale files of an entry]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # Our writes and Numba's go to a temporary name first (``<file>.<uid>.tmp``,
+    # ``<file>.tmp.<uid>``) and are renamed; a process killed in between leaves the
+    # temporary file, which no later load would ever read or delete (only ``labrys
+    # cache clear`` did).  An entry is prepared while its process holds the cache's
+    # lock (``_held``), and every writer of the entry's files holds it too, so any
+    # temporary file of the entry found then belongs to a dead write: ``sweep``
+    # deletes them at every prepare, and ``purge`` with the rest of a damaged entry.
+    # Without ``flock`` (Windows) a concurrent writer's file may be swept; its rename
+    # then fails and the write is retried by the next run, a rebuild at worst.
+
+    def sweep(self) -> None:
+        for path in self.leftovers():
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
 
     def damage(self) -> str:
         """Why Numba's files cannot be trusted ('' when they can)."""
@@ -153,7 +183,8 @@ class Entry:
         return f"{', '.join(bad)} does not match its checksum record" if bad else ""
 
     def purge(self) -> None:
-        for path in [self.record, *self.numba_files()]:
+        """Numba's files, the record and the leftovers of interrupted writes (Note [Stale files of an entry])."""
+        for path in [self.record, *self.numba_files(), *self.leftovers()]:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
 

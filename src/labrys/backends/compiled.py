@@ -59,6 +59,7 @@ from .numba_types import (
     in_ragged_variant,
     is_soa,
     mentions_nest,
+    oversized,
     ragged_variant,
     refusal,
     soa_rank,
@@ -155,6 +156,9 @@ class CompiledBackend(PythonBackend):
 
     def generate(self, d: ir.Def) -> Callable[[Any], Any]:
         """d compiled by Numba, or on the python backend with a note saying why."""
+        too_big = oversized(d)  # Note [Oversized defs go to python first] in .numba_types
+        if too_big is not None:
+            return self.fall_back(d, f"{too_big} is not supported by the compiled backend")
         original, concrete, refused = d, self.concrete(d), None
         if isinstance(concrete, str):  # generated anyway: a def that prints still orchestrates
             concrete, refused = None, concrete

@@ -45,7 +45,17 @@ from .numba_soa import SoaMixin
 from .numba_sums import SumMixin
 from .numba_tangents import SparseSum, TangentMixin, rebuild, units_only
 from .numba_tape import TAPE_PRIMITIVES, TapeMixin, tape_boundary, tape_entry
-from .numba_types import Orchestration, Unsupported, array_rank, float_tensor, involves_soa, representable
+from .numba_types import (
+    MAX_NODES,
+    MAX_STATEMENTS,
+    Orchestration,
+    Unsupported,
+    array_rank,
+    float_tensor,
+    involves_soa,
+    oversized,
+    representable,
+)
 from .pysource import Emitter, Function, PyModuleSource
 
 HEADER = '''import math as _math
@@ -59,8 +69,6 @@ _inf = float("inf")
 DECORATOR = '@_njit(cache=_cache, error_model="numpy")'  # _cache and the helpers (numba_runtime): set by cache.py
 LOOP_CALLS = ("build", "sumbuild", "ts_sumbuild", "fold", "rfold")  # lowered as loops, lambdas inline
 BUILTINS_USED = {"float", "range", "abs", "AssertionError", "IndexError", "ValueError", "ZeroDivisionError"}
-MAX_STATEMENTS = 2000  # Numba's compile time grows faster than linearly with function size
-MAX_NODES = 4 * MAX_STATEMENTS  # a def this big would exceed MAX_STATEMENTS: refused before generating
 MAX_ROOM = 100_000  # Note [Compiled recursion]
 def room() -> int:
     """Note [Compiled recursion]
@@ -222,6 +230,9 @@ class NumbaModuleSource(PyModuleSource):
         d = self.hooks.definition(sig)
         if d is None:
             raise Unsupported(f"call of {show_name(sig.name)} (an edef)", span)
+        too_big = oversized(d)  # before the walks of without_bogs (Note [Oversized defs go to python first])
+        if too_big is not None:
+            raise too_big
         return self.hooks.without_bogs(d, span)  # Note [Concrete BOGs] in labrys.ad.bog_types
 
     def resolve(self, func, arg: Type):

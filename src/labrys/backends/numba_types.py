@@ -8,10 +8,13 @@ from contextvars import ContextVar
 from typing import Iterator
 
 from ..errors import Span
+from ..ir.nodes import Call
 from ..ir.traverse import nodes
 from ..ir.types import BOOL, CONTRIB, DELTA, FLOAT, INTEGER, STAGED, STATE, STRING, TLam, TSum, TTensor, TTuple, Type
 
 MAX_TYPE_DEPTH = 32  # Numba's typing of nested tuples is superlinear in their depth
+MAX_STATEMENTS = 2000  # Numba's compile time grows faster than linearly with function size
+MAX_NODES = 4 * MAX_STATEMENTS  # a def this big would exceed MAX_STATEMENTS: refused before generating
 
 
 class Unsupported(Exception):
@@ -21,6 +24,29 @@ class Unsupported(Exception):
 
 class Orchestration(Unsupported):
     """The def prints (or calls a function that does): Note [Orchestration] in compiled.py."""
+
+
+def oversized(d) -> Unsupported | None:
+    """Note [Oversized defs go to python first]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    A def of more than MAX_NODES nodes is refused by ``NumbaModuleSource.generate_def``
+    (Numba's compile time grows faster than linearly), but only after the compiled
+    backend has walked all of it: whether a type in it mentions a BOG (twice: for the
+    def and for its entry as a callee), and, once refused, whether it holds a vector of
+    vectors of integers for the ragged variant, which would be refused for its size too.
+    At 10^5 nested lets those walks made the compiled backend 1.5-2.5 s slower than
+    python, which then ran the def anyway.  So the size is counted first, in the same
+    pre-order as ``generate_def``, stopping at MAX_NODES + 1: by ``CompiledBackend.generate``
+    for the def it is asked to compile and by ``NumbaModuleSource.definition`` for a
+    callee (a small def calling a huge one).  The result is the refusal, or None; a def
+    that prints within those nodes is left to the general path, which makes it an
+    orchestrator exactly as before."""
+    for k, x in enumerate(nodes(d.body)):
+        if x.__class__ is Call and x.func == "print":
+            return None
+        if k > MAX_NODES:
+            return Unsupported(f"a body of more than {MAX_NODES} nodes", d.span)
+    return None
 
 
 def refusal(exc: BaseException) -> str:
