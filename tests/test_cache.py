@@ -511,9 +511,9 @@ WAITER = textwrap.dedent("""
 
 
 def test_a_process_waits_while_another_holds_the_cache(tmp_path, monkeypatch, fresh) -> None:
-    """Verifying, compiling and recording are one process's at a time (Note [Compile cache],
-    Concurrency): otherwise one process can find another's helpers entry saved but not yet
-    recorded, call it damage and rebuild it."""
+    """A process checks the shared helpers entry while no other process holds the folder (Note
+    [Cache locks]): otherwise it could find another's helpers code saved but not yet recorded,
+    call it damage and rebuild it."""
     import fcntl
 
     root = cache_folder.prepared(cache_folder.locate()) if use(monkeypatch, tmp_path / "c") else None

@@ -32,15 +32,22 @@ that fails for a cache reason (a file vanished under a concurrent
 reaches the backend (Note [Compiled fallback]): the cache never sends a
 def to ``python``.
 
-Concurrency.  Every file appears whole: ours are written to a temporary
-name and ``os.replace``d, and so are Numba's.  A process verifies,
-compiles and records while it holds an exclusive ``flock`` on the folder's
-marker (:func:`_held`): Numba may save code for the shared helpers entry
-whenever a module is compiled, and a process that checked that entry
-between another's save and its record would have found "damage" and
-rebuilt it.  Where there is no ``flock`` (Windows), or when ``clear``
-deletes the marker under a holder, racing records may disagree with the
-files; that only costs a rebuild.
+Concurrency. Every file appears whole: ours are written to a temporary name
+and ``os.replace``d, and so are Numba's. Different entries compile at the
+same time; what is locked, when, in which order, is Note [Cache locks]
+(:mod:`labrys.backends.cache_lock`). In short: a process verifies the
+helpers entry once, holding the folder's marker exclusively (no process is
+compiling then; a gate taken first queues new compiles behind it); it
+compiles holding the marker shared and the entry's own ``labrys_<key>.lock``
+exclusively (so two processes never build one entry: the second waits, then
+loads what the first recorded); and it rewrites the helpers' record, with
+checksums taken then, under the helpers' lock. The helpers need this care
+because Numba may save code for them whenever any module is compiled: every
+process that saved some records all the files before it lets the marker go,
+so when a verifier gets the marker, the last record written covers every
+file and nothing looks like damage. Where there is no ``flock`` (Windows),
+or when ``clear`` deletes a lock file under a holder, racing records may
+disagree with the files; that only costs a rebuild.
 
 Unwritable.  When the directory cannot be created or written (read-only,
 under a regular file, ``__pycache__`` not writable, a foreign subfolder),
@@ -66,6 +73,7 @@ from typing import Any, Iterator
 
 from . import numba_runtime
 from .cache_folder import MARKER, PYCACHE, locate, prepared, write_atomic
+from .cache_lock import compiling, locked, verifying
 
 log = logging.getLogger("labrys.cache")
 
@@ -97,6 +105,7 @@ class Entry:
         self.root, self.key = root, key
         self.source = root / f"labrys_{key}.py"
         self.record = root / f"labrys_{key}.json"
+        self.lock = root / f"labrys_{key}.lock"  # Note [Cache locks]
 
     def __str__(self) -> str:
         return f"cache entry {self.source.stem} in {self.root}"
@@ -210,16 +219,15 @@ def compiled_function(text: str, entry: str, argtypes: tuple) -> Any:
         module, cached = _loaded[key]
         if cached is None:
             return _compile(module, entry, argtypes)
-        with _held(cached.root):
+        with _compiling(cached):
             fn = _compile(module, entry, argtypes)
             _record_new_code(module, cached)
-            _record_new_code(helpers(cached.root), _helpers[cached.root][1])
+            _record_helpers(cached.root)
         return fn
     root = prepared(locate())
     if root is not None:
         try:
-            with _held(root):
-                module, fn = _through(Entry(root, key), text, entry, argtypes)
+            module, fn = _cached(Entry(root, key), text, entry, argtypes)
         except NumbaError:
             raise
         except Exception as exc:  # a file vanished or could not be written: not the code's fault
@@ -233,27 +241,40 @@ def compiled_function(text: str, entry: str, argtypes: tuple) -> Any:
     return fn
 
 
+class _Stale(Exception):
+    """A warm entry Numba could not load: it and the helpers are rebuilt (Note [Compile cache])."""
+
+
+def _cached(entry: Entry, text: str, name: str, argtypes: tuple) -> tuple[types.ModuleType, Any]:
+    """Compile through the cache under the locks of Note [Cache locks], none of them upgraded."""
+    if entry.root not in _helpers:  # verified once a process, while no process compiles
+        with verifying(entry.root / MARKER, _gate(entry.root)):
+            helpers(entry.root)
+    try:
+        with _compiling(entry):
+            return _through(entry, text, name, argtypes, retry=True)
+    except _Stale as exc:
+        log.info("%s could not be loaded (%s); deleted and rebuilt, with the helpers", entry, exc)
+    with verifying(entry.root / MARKER, _gate(entry.root)):  # nobody compiles while the helpers are rebuilt
+        entry.purge()
+        _helpers.pop(entry.root)[1].purge()
+        helpers(entry.root)
+    with _compiling(entry):
+        return _through(entry, text, name, argtypes, retry=False)
+
+
 @contextlib.contextmanager
-def _held(root: Path) -> Iterator[None]:
-    """The cache folder to this process alone while the block runs (Note [Compile cache], Concurrency)."""
-    try:
-        import fcntl
-        fd = os.open(root / MARKER, os.O_RDONLY)
-    except (ImportError, OSError):  # no flock here, or a clear removed the marker: unlocked
+def _compiling(entry: Entry) -> Iterator[None]:
+    """The folder shared with other compiling processes, the entry this one's (Note [Cache locks])."""
+    with compiling(entry.root / MARKER, _gate(entry.root), entry.lock):
         yield
-        return
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log.debug("waiting for another process compiling into %s", root)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # and the lock with it
 
 
-def _through(entry: Entry, text: str, name: str, argtypes: tuple, retry: bool = True) -> tuple[types.ModuleType, Any]:
+def _gate(root: Path) -> Path:
+    return root / f"labrys_{entry_key(numba_runtime.source())}.gate"
+
+
+def _through(entry: Entry, text: str, name: str, argtypes: tuple, retry: bool) -> tuple[types.ModuleType, Any]:
     from numba.core.errors import NumbaError
 
     runtime = helpers(entry.root)
@@ -264,16 +285,22 @@ def _through(entry: Entry, text: str, name: str, argtypes: tuple, retry: bool = 
     except Exception as exc:
         if not retry or (isinstance(exc, NumbaError) and not warm):  # refused, not damaged
             raise
-        log.info("%s could not be loaded (%s); deleted and rebuilt, with the helpers", entry, _first_line(exc))
-        entry.purge()
-        _helpers.pop(entry.root)[1].purge()
-        return _through(entry, text, name, argtypes, retry=False)
+        raise _Stale(_first_line(exc)) from exc
     if not warm:
         _record(entry)
         module._recorded = _misses(module)
     _record_new_code(module, entry)
-    _record_new_code(runtime, _helpers[entry.root][1])  # a helper compiled for a new type
+    _record_helpers(entry.root)  # a helper compiled for a new type
     return module, fn
+
+
+def _record_helpers(root: Path) -> None:
+    """Record the helpers entry again when this process saved code for it: under the helpers'
+    own lock, checksums taken inside it, as other processes record it too (Note [Cache locks])."""
+    runtime, entry = _helpers[root]
+    if _misses(runtime) != getattr(runtime, "_recorded", 0):
+        with locked(entry.lock, exclusive=True, create=True):
+            _record_new_code(runtime, entry)
 
 
 def _record_new_code(module: types.ModuleType, entry: Entry) -> None:
