@@ -12,7 +12,7 @@ from ..ir import nodes as ir
 from ..ir.traverse import free_vars, map_bottom_up, nodes
 from ..ir.types import FLOAT, INTEGER, UNIT, TLam, TTuple
 from ..util.deep import deep
-from .chad_lower import _args, _tangent, sizeless
+from .chad_lower import _args, _tangent, sizeless, spell_out_zeros
 from .chad_lower_shapes import _HOLE, Shapes, _binders
 
 
@@ -280,4 +280,4 @@ def shape_sums(e: ir.Expr, fresh) -> ir.Expr:
                 and any(_has_unshaped_zero(y) or isinstance(_tail(y), ir.Tuple) for y in x.arg.elems):
             return add_parts(*x.arg.elems, fresh)
         return x
-    return map_bottom_up(e, rewrite)
+    return spell_out_zeros(map_bottom_up(e, rewrite), fresh)  # Note [Zeros of vectors of records]
