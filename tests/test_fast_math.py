@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from importlib import resources
 
 import numpy as np
 import pytest
@@ -19,8 +18,8 @@ from labrys.bench.report import markdown
 from labrys.bench.run import Options
 from labrys.context import Limits, fast_math, fast_math_for
 from labrys.errors import LabrysError
+from test_threads import GMM, _gmm_args, _source
 
-GMM = str(resources.files("labrys.adbench").joinpath("gmm.ks"))
 DOT = """
 (def dot Float ((a : Vec Float) (b : Vec Float))
   (sumbuild (size a) (lam (i : Integer) (mul (index i a) (index i b)))))
@@ -28,21 +27,8 @@ DOT = """
 """
 
 
-def _gmm_args(n: int, d: int, k: int, seed: int = 5):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(n, d))
-    alphas = rng.normal(size=k)
-    means = rng.normal(size=(k, d))
-    icf = rng.normal(scale=0.3, size=(k, d + d * (d - 1) // 2))
-    return x, alphas, means, icf, (1.2, 2)
-
-
-def _source(m) -> str:
-    return "\n".join(m.backend.sources.values())
-
-
 def test_gmm_gradient_with_fast_math_equals_knossos_rev_on_the_interpreter():
-    args = _gmm_args(29, 9, 4)  # d = 9: vector loops and their scalar remainders both run
+    args = _gmm_args(29, 9, 4, seed=5)  # d = 9: vector loops and their scalar remainders both run
     compiled = labrys.load(GMM, backend="compiled")
     expected = labrys.grad(labrys.load(GMM, backend="interp").gmm_objective, argnums=(1, 2, 3), method="rev")(*args)
     got = labrys.grad(compiled.gmm_objective, argnums=(1, 2, 3), threads=1, fast_math=True)(*args)

@@ -97,11 +97,17 @@ def check_threads(n: int | None) -> None:
 def threads_for(n: int | None) -> Iterator[None]:
     """Generate code for ``n`` threads inside the block (None: the process's setting)."""
     check_threads(n)
-    token = _THREADS.set(n)
+    with _overriding(_THREADS, n):
+        yield
+
+
+@contextlib.contextmanager
+def _overriding(var: ContextVar, value: Any) -> Iterator[None]:
+    token = var.set(value)
     try:
         yield
     finally:
-        _THREADS.reset(token)
+        var.reset(token)
 
 
 def set_fast_math(flag: bool) -> None:
@@ -109,9 +115,7 @@ def set_fast_math(flag: bool) -> None:
     multiply-adds (LLVM's ``reassoc``, ``nsz``, ``contract``; never no-NaN/no-Inf), which
     lets loops such as dot products use vector instructions on one thread (default off, or
     ``$LABRYS_FAST_MATH=1``; Note [Reassociation on one thread])."""
-    if not isinstance(flag, bool):
-        from .errors import LabrysError
-        raise LabrysError(f"fast_math must be True or False, not {flag!r}")
+    check_fast_math(flag, optional=False)
     Limits.fast_math = flag
 
 
@@ -124,9 +128,9 @@ def fast_math() -> bool:
     return Limits.fast_math if flag is None else flag
 
 
-def check_fast_math(flag: bool | None) -> None:
-    """A user's ``fast_math=`` is None or a bool."""
-    if flag is not None and not isinstance(flag, bool):
+def check_fast_math(flag: bool | None, optional: bool = True) -> None:
+    """A user's ``fast_math=`` is a bool (or None, when ``optional``)."""
+    if not (isinstance(flag, bool) or (optional and flag is None)):
         from .errors import LabrysError
         raise LabrysError(f"fast_math must be True or False, not {flag!r}")
 
@@ -136,14 +140,8 @@ def fast_math_for(flag: bool | None) -> Iterator[None]:
     """Generate code with (True) or without (False) reassociation inside the block (None: the
     enclosing block's setting, else the process's)."""
     check_fast_math(flag)
-    if flag is None:
+    with _overriding(_FAST_MATH, _FAST_MATH.get() if flag is None else flag):
         yield
-        return
-    token = _FAST_MATH.set(flag)
-    try:
-        yield
-    finally:
-        _FAST_MATH.reset(token)
 
 
 class Context:
