@@ -54,9 +54,6 @@ _log = logging.getLogger("labrys")
 _LOOP_FUNCTION = {"map": 0, "build": 1, "sumbuild": 1, "fold": 0, "ifold": 1}
 
 
-def _with_body(d: ir.Def, body: ir.Expr) -> ir.Def:
-    return ir.Def(d.name, d.ret, d.params, body, span=d.span)
-
 
 @deep
 def _eta_and_patterns(e: ir.Expr, fresh) -> ir.Expr:
@@ -97,9 +94,9 @@ def _eta_and_patterns(e: ir.Expr, fresh) -> ir.Expr:
 
 
 def prepare(d: ir.Def, work: Work) -> ir.Def:
-    d = check_def(_with_body(d, _eta_and_patterns(d.body, work.fresh)), work.functions)
-    d = check_def(_with_body(d, desugar_for_ad(d.body, work.fresh)), work.functions)
-    return _with_body(d, rename_apart(spread_arguments(d.body, work.fresh), work.fresh))
+    d = check_def(d.with_body(_eta_and_patterns(d.body, work.fresh)), work.functions)
+    d = check_def(d.with_body(desugar_for_ad(d.body, work.fresh)), work.functions)
+    return d.with_body(rename_apart(spread_arguments(d.body, work.fresh), work.fresh))
 
 
 @contextlib.contextmanager
@@ -124,7 +121,7 @@ def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
         out = check_linear(out, linear, work.functions)  # Fig. 5, on every translation
         work.notes["chad linear"] = linear
         work.notes["chad term"] = out
-        return _with_body(out, name_applied_functions(out.body, work.fresh))
+        return out.with_body(name_applied_functions(out.body, work.fresh))
 
     def simplify(d: ir.Def, work: Work) -> ir.Def:
         work.notes["chad term"] = d
@@ -150,8 +147,8 @@ def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
         only names."""
         why = _not_first_order(d)
         try:
-            first = check_def(_with_body(d, lower_body(d.body, work.fresh, d.span)), work.functions)
-            lowered = check_def(_with_body(d, name_applied_functions(shape_sums(first.body, work.fresh), work.fresh)),
+            first = check_def(d.with_body(lower_body(d.body, work.fresh, d.span)), work.functions)
+            lowered = check_def(d.with_body(name_applied_functions(shape_sums(first.body, work.fresh), work.fresh)),
                                 work.functions)
         except LabrysError as exc:  # a lowering the checker refuses is a labrys bug: keep the dynamic term
             lowered, why = None, f"internal: the lowered term does not type-check ({exc.message})"
@@ -168,7 +165,7 @@ def translation_pipeline(module, what: str) -> tuple[Pass, ...]:
                 return call.func != d.name and call.func.derivation in TRANSLATIONS \
                     and translation_lowered(call.func.derivation, call.func, call.arg.type, work)
             guarded = guard_lowered_calls(d.body, work.fresh, lowered_callee, forward)
-            return _with_body(d, name_applied_functions(guarded, work.fresh))
+            return d.with_body(name_applied_functions(guarded, work.fresh))
         return lowered
 
     def shows(work: Work) -> Callable[[], str]:  # printed when shown: the linear set as it is now
@@ -230,11 +227,11 @@ def _inline_loop_steps(d: ir.Def, work: Work) -> ir.Def:
         with _no_gc_pauses():
             out = simplify_def(d, work.functions, work.fresh, set(work.notes.get("chad linear", ())),
                                copy_limit=LOOP_STEP_LIMIT)
-            out = check_def(_with_body(out, lower_body(out.body, work.fresh, d.span)), work.functions)
+            out = check_def(out.with_body(lower_body(out.body, work.fresh, d.span)), work.functions)
             # the steps inlined, a Σ's one-hots at an enclosing loop's index come out of it
-            out = check_def(_with_body(out, name_applied_functions(shape_sums(out.body, work.fresh), work.fresh)),
+            out = check_def(out.with_body(name_applied_functions(shape_sums(out.body, work.fresh), work.fresh)),
                             work.functions)
-            out = check_def(_with_body(out, _name_tuple_arguments(out.body, work.fresh)), work.functions)
+            out = check_def(out.with_body(_name_tuple_arguments(out.body, work.fresh)), work.functions)
     except LabrysError as exc:
         _log.info("CHAD's loop steps of %s were not inlined (%s)", show_name(d.name), exc.message)
         return d

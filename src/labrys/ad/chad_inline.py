@@ -21,9 +21,6 @@ from .pipeline import Work
 _log = logging.getLogger("labrys")
 
 
-def _with_body(d: ir.Def, body: ir.Expr) -> ir.Def:
-    return ir.Def(d.name, d.ret, d.params, body, span=d.span)
-
 
 # Note [Lowered callees inlined]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -67,7 +64,7 @@ def inline_lowered_callees(d: ir.Def, work: Work, translations: tuple[str, ...],
     if not translations_called(d.body, translations):
         return d, False
     try:
-        out = check_def(_with_body(d, map_bottom_up(d.body, rewrite)), work.functions)
+        out = check_def(d.with_body(map_bottom_up(d.body, rewrite)), work.functions)
     except LabrysError as exc:  # a labrys bug: keep the calls
         _log.info("CHAD's lowered callees of %s were not inlined (%s)", show_name(d.name), exc.message)
         return d, False

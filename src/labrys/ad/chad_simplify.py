@@ -114,7 +114,7 @@ def simplify_def(d: ir.Def, functions: Functions, fresh: FreshNames, linear: set
         d = check_def(d, functions)
         sweep = _Sweep(fresh, linear, lin_fns, copy_limit)
         body = sweep.go(d.body, {})
-        d = ir.Def(d.name, d.ret, d.params, body, span=d.span)
+        d = d.with_body(body)
         if not sweep.changed and size(body) >= size(previous):
             break
         previous = body

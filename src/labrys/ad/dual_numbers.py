@@ -308,14 +308,14 @@ def translate_def(d: ir.Def, reals: Reals, functions: Functions, fresh: FreshNam
 
 def translation_pipeline(reals: Reals) -> tuple[Pass, ...]:
     def apart(d: ir.Def, work: Work) -> ir.Def:  # the final simplify floats lets: no binder may shadow another
-        d = check_def(_with_body(d, desugar_for_ad(d.body, work.fresh)), work.functions)
-        return _with_body(d, rename_apart(spread_arguments(d.body, work.fresh), work.fresh))
+        d = check_def(d.with_body(desugar_for_ad(d.body, work.fresh)), work.functions)
+        return d.with_body(rename_apart(spread_arguments(d.body, work.fresh), work.fresh))
 
     def translate(d: ir.Def, work: Work) -> ir.Def:
         return translate_def(d, reals, work.functions, work.fresh, work.generator.memo.setdefault("partials", {}))
 
     def optimise(d: ir.Def, work: Work) -> ir.Def:
-        return _with_body(d, simplify(d.body))
+        return d.with_body(simplify(d.body))
 
     name = f"[{reals.derivation} f]"
     return (Pass("apart", "Binders renamed apart", apart),
@@ -331,9 +331,6 @@ def wrapper_pipeline(reals: Reals, wrapper: Callable[[ir.Def], ir.Def], figure: 
     return (*views, Pass("wrapper", f"The wrapper [{reals.algorithm} f] ({figure})",
                          lambda d, work: wrapper(d), source=ORIGINAL))
 
-
-def _with_body(d: ir.Def, body: ir.Expr) -> ir.Def:
-    return ir.Def(d.name, d.ret, d.params, body, span=d.span)
 
 
 def translation_signature(reals: Reals):

@@ -176,9 +176,9 @@ def _param_lm_names(body: ir.Expr, n: int) -> list[str]:
 
 def _anf_pass(bind_tail: bool) -> Pass:
     def run(d: ir.Def, work: Work) -> ir.Def:
-        d = check_def(_with_body(d, desugar_for_ad(d.body, work.fresh)), work.functions)
+        d = check_def(d.with_body(desugar_for_ad(d.body, work.fresh)), work.functions)
         body = anf(rename_apart(spread_arguments(d.body, work.fresh), work.fresh), work.fresh, bind_tail)
-        work.notes["anf"] = out = _with_body(d, hoist_loop_invariants(body))
+        work.notes["anf"] = out = d.with_body(hoist_loop_invariants(body))
         return out
     return Pass("anf", "Anf-ised original definition", run)
 
@@ -222,11 +222,11 @@ def _optimise(d: ir.Def, work: Work) -> ir.Def:
     body = rename_apart(d.body, work.fresh)
     body = simplify(inline_calls(simplify(body), lambda call: _leaf_callee(call, work)))
     if work.generator.rules:
-        typed = check_def(_with_body(d, body), work.functions)
+        typed = check_def(d.with_body(body), work.functions)
         body = simplify(apply_rules(typed.body, work.generator.rules))
     if contains_linear_map(body):
         raise LabrysError(f"internal: a linear map survived in {d.name}", d.span)
-    return _with_body(d, body)
+    return d.with_body(body)
 
 
 # Note [Recomputed primal lets]
@@ -264,11 +264,8 @@ def calls_only_primitives(d: ir.Def) -> bool:
 
 
 def _cse(d: ir.Def, work: Work) -> ir.Def:
-    return _with_body(d, simplify(cse(anf(d.body))))
+    return d.with_body(simplify(cse(anf(d.body))))
 
-
-def _with_body(d: ir.Def, body: ir.Expr) -> ir.Def:
-    return ir.Def(d.name, d.ret, d.params, body, span=d.span)
 
 
 # Views: the 2019 Demo's optimised and transposed Jacobians.
@@ -278,7 +275,7 @@ def _witness_of(d: ir.Def) -> ir.Expr:
 
 
 def _jacobian_optimised(jac: ir.Def, work: Work) -> ir.Def:
-    return _with_body(jac, simplify(optimise_lm(jac.body, _witness_of(jac))))
+    return jac.with_body(simplify(optimise_lm(jac.body, _witness_of(jac))))
 
 
 def _transposed(jac: ir.Def, work: Work) -> ir.Def:
@@ -287,7 +284,7 @@ def _transposed(jac: ir.Def, work: Work) -> ir.Def:
 
 
 def _transposed_optimised(r: ir.Def, work: Work) -> ir.Def:
-    return _with_body(r, simplify(optimise_lm(r.body, _witness_of(r))))
+    return r.with_body(simplify(optimise_lm(r.body, _witness_of(r))))
 
 
 ANF, ANF_TAIL = _anf_pass(False), _anf_pass(True)

@@ -179,7 +179,7 @@ def _procrev(d: ir.Def, work: Work) -> ir.Def:
 
 
 def _optimise(d: ir.Def, work: Work) -> ir.Def:
-    return ir.Def(d.name, d.ret, d.params, simplify(d.body), span=d.span)
+    return d.with_body(simplify(d.body))
 
 
 def _no_hand_written_rev(functions: Functions, base, f: Split, d: ir.Def) -> None:

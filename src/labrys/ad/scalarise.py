@@ -37,7 +37,7 @@ def scalarise(d: ir.Def, fresh: FreshNames, functions: Functions, sums: bool = F
     for _ in range(_MAX_ROUNDS):
         if not any(isinstance(x, ir.Call) and _needs_rewrite(x, sums) for x in nodes(d.body)):
             return d
-        d = check_def(ir.Def(d.name, d.ret, d.params, _Scalarise(fresh, sums).expr(d.body), span=d.span), functions)
+        d = check_def(d.with_body(_Scalarise(fresh, sums).expr(d.body)), functions)
     raise LabrysError("internal: vector arithmetic nested too deeply to scalarise", d.span)
 
 

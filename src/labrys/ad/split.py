@@ -132,7 +132,7 @@ def _wrapper(d: ir.Def, work: Work) -> ir.Def:
 
 
 def _optimise(d: ir.Def, work: Work) -> ir.Def:
-    return ir.Def(d.name, d.ret, d.params, simplify(d.body), span=d.span)
+    return d.with_body(simplify(d.body))
 
 
 SUF = Pass("suf", "Single-use form (every variable used exactly once: dup, elim)", _suf_pass)

@@ -213,7 +213,7 @@ def single_use_form(d: ir.Def, fresh: FreshNames) -> ir.Def:
     for p in d.params:
         fresh.avoid((p.name,))
     body = Suf(fresh, free_var_table(d.body)).block(d.body, [p.name for p in d.params])
-    return ir.Def(d.name, d.ret, d.params, body, span=d.span)
+    return d.with_body(body)
 
 
 def uses(e: ir.Expr) -> dict[str, int]:

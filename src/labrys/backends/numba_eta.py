@@ -12,7 +12,7 @@ def eta_loops(d: ir.Def) -> ir.Def:
     """d with every loop over a function value given a lambda body."""
     if not any(isinstance(x.type, TLam) and not isinstance(x, ir.Lam) for x in nodes(d.body)):
         return d
-    return ir.Def(d.name, d.ret, d.params, eta_loop_arguments(d.body, fresh_for(d)), span=d.span)
+    return d.with_body(eta_loop_arguments(d.body, fresh_for(d)))
 
 
 def eta_loop_arguments(body: ir.Expr, fresh) -> ir.Expr:

@@ -194,7 +194,7 @@ class NumbaModuleSource(PyModuleSource):
         if not any(isinstance(x, ir.Call) and x.func in ("map", "map2") for x in nodes(d.body)):
             return d
         fresh = fresh_for(d)
-        return self.checked(ir.Def(d.name, d.ret, d.params, desugar_map(d.body, fresh), span=d.span))
+        return self.checked(d.with_body(desugar_map(d.body, fresh)))
 
     def hidden(self, room: str) -> list[str]:
         """The hidden last arguments: the closures' heap (Note [Defunctionalisation]), the

@@ -265,6 +265,10 @@ class Def:
     def arg_type(self) -> Type:
         return params_type(self.params)
 
+    def with_body(self, body: Expr) -> Def:
+        """This def with another body (a pass's output)."""
+        return Def(self.name, self.ret, self.params, body, span=self.span)
+
 
 @dataclass(frozen=True, slots=True)
 class Edef:

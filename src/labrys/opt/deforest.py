@@ -54,7 +54,7 @@ def inline_leaves(d: ir.Def, callee: Callee) -> ir.Def:
     if not any(isinstance(x, ir.Call) and isinstance(x.func, str) and callee(x) for x in nodes(d.body)):
         return d
     fresh = fresh_for(d)
-    return ir.Def(d.name, d.ret, d.params, _inline_leaves(d.body, callee, fresh), span=d.span)
+    return d.with_body(_inline_leaves(d.body, callee, fresh))
 
 
 def deforest(d: ir.Def) -> ir.Def:
@@ -69,7 +69,7 @@ def deforest(d: ir.Def) -> ir.Def:
         body = new
     if body is d.body:
         return d
-    return ir.Def(d.name, d.ret, d.params, body, span=d.span)
+    return d.with_body(body)
 
 
 # --- inlining --------------------------------------------------------------

@@ -137,7 +137,7 @@ def fuse_elementwise(d: ir.Def, check: Callable[[ir.Def], ir.Def]) -> ir.Def:
             return ir.Let(x.binder, build, body, type=x.type, span=x.span, binding_span=x.binding_span)
         return x
 
-    current = ir.Def(d.name, d.ret, d.params, map_bottom_up(anf(d.body, fresh), to_build), span=d.span)
+    current = d.with_body(map_bottom_up(anf(d.body, fresh), to_build))
     lets = _lets(current)
     for _ in range(MAX_PASSES):  # deforest renames apart: a pass that fused nothing has as many lets
         current = deforest(current)
@@ -154,7 +154,7 @@ def fuse_elementwise(d: ir.Def, check: Callable[[ir.Def], ir.Def]) -> ir.Def:
             return ir.Let(x.binder, op, body, type=x.type, span=x.span, binding_span=x.binding_span)
         return x
 
-    out = ir.Def(d.name, d.ret, d.params, map_bottom_up(current.body, back), span=d.span)
+    out = d.with_body(map_bottom_up(current.body, back))
     try:
         return check(out)
     except LabrysError:  # Note [Fusing elementwise chains]: never worse than not fusing

@@ -48,4 +48,4 @@ def fuse_loops(d: ir.Def) -> ir.Def:
                for x in nodes(d.body)):
         return d
     fresh = fresh_for(d)
-    return ir.Def(d.name, d.ret, d.params, map_bottom_up(d.body, _fuser(fresh)), span=d.span)
+    return d.with_body(map_bottom_up(d.body, _fuser(fresh)))

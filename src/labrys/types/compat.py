@@ -113,7 +113,7 @@ def _renamed_calls(d: ir.Decl, renames: dict[str, str]) -> ir.Decl:
             return ir.FnRef(_rename(e.func, renames), span=e.span)
         return e
     if isinstance(d, ir.Def):
-        return ir.Def(d.name, d.ret, d.params, map_bottom_up(d.body, one), span=d.span)
+        return d.with_body(map_bottom_up(d.body, one))
     if isinstance(d, ir.Gdef):
         return ir.Gdef(d.derivation, _rename(d.name, renames), span=d.span)
     return d
