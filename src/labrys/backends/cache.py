@@ -69,7 +69,7 @@ import platform
 import sys
 import types
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from . import numba_runtime
 from .cache_folder import MARKER, PYCACHE, locate, prepared, write_atomic
@@ -161,8 +161,9 @@ class Entry:
     # Our writes and Numba's go to a temporary name first (``<file>.<uid>.tmp``,
     # ``<file>.tmp.<uid>``) and are renamed; a process killed in between leaves the
     # temporary file, which no later load would ever read or delete (only ``labrys
-    # cache clear`` did).  An entry is prepared while its process holds the cache's
-    # lock (``_held``), and every writer of the entry's files holds it too, so any
+    # cache clear`` did).  An entry is prepared while its process holds the entry's
+    # lock (the helpers entry: the folder's, exclusively; Note [Cache locks]), and
+    # every writer of the entry's files holds it too, so any
     # temporary file of the entry found then belongs to a dead write: ``sweep``
     # deletes them at every prepare, and ``purge`` with the rest of a damaged entry.
     # Without ``flock`` (Windows) a concurrent writer's file may be swept; its rename
@@ -263,15 +264,18 @@ def _cached(entry: Entry, text: str, name: str, argtypes: tuple) -> tuple[types.
         return _through(entry, text, name, argtypes, retry=False)
 
 
-@contextlib.contextmanager
-def _compiling(entry: Entry) -> Iterator[None]:
+def _compiling(entry: Entry) -> contextlib.AbstractContextManager[None]:
     """The folder shared with other compiling processes, the entry this one's (Note [Cache locks])."""
-    with compiling(entry.root / MARKER, _gate(entry.root), entry.lock):
-        yield
+    return compiling(entry.root / MARKER, _gate(entry.root), entry.lock)
 
 
 def _gate(root: Path) -> Path:
-    return root / f"labrys_{entry_key(numba_runtime.source())}.gate"
+    return root / f"labrys_{_helpers_key()}.gate"
+
+
+@functools.cache
+def _helpers_key() -> str:
+    return entry_key(numba_runtime.source())
 
 
 def _through(entry: Entry, text: str, name: str, argtypes: tuple, retry: bool) -> tuple[types.ModuleType, Any]:
